@@ -1,0 +1,25 @@
+# Installs headers, the static library, a CMake config package and a pkg-config file.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY pal/include/reservoir arena/include/reservoir dynarray/include/reservoir
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS reservoir EXPORT reservoirTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT reservoirTargets NAMESPACE reservoir::
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/reservoir)
+configure_package_config_file(cmake/reservoirConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/reservoirConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/reservoir)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/reservoirConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/reservoirConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/reservoirConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/reservoir)
+set(RESERVOIR_PC_LIBS "-lreservoir")
+if(WIN32)
+  string(APPEND RESERVOIR_PC_LIBS " -lpsapi")
+endif()
+configure_file(cmake/reservoir.pc.in ${CMAKE_CURRENT_BINARY_DIR}/reservoir.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/reservoir.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,485 @@
+// reservoir/dynarray.hpp - DynArray<T>: a std::vector-shaped array whose elements never move.
+//
+// DynArray reserves address space for max_size() elements once and commits pages at its end as it
+// grows. Growth (push_back, emplace_back, insert at end, append_range, resize up, reserve) never
+// moves or copies an existing element and invalidates no pointer, reference, iterator or view.
+// Only removing an element (pop_back, erase, clear, resize down) or destroying the array
+// invalidates what referred to the removed elements; insert/erase in the middle shift later
+// elements exactly as std::vector does (the base itself never moves).
+//
+// Where it differs from std::vector:
+//   - max_size() is the reservation, fixed at construction; growing past it is std::length_error.
+//   - capacity() is the number of elements that fit in committed memory; reserve(n) commits ahead.
+//   - shrink_to_fit() returns RAM to the OS without moving anything.
+//   - it is move-only; clone() copies into a new reservation.
+#pragma once
+
+#include <algorithm>
+#include <cassert>
+#include <compare>
+#include <cstddef>
+#include <cstring>
+#include <initializer_list>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <new>
+#include <ranges>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <reservoir/arena.hpp>
+
+namespace reservoir {
+
+// Address space a default-constructed DynArray reserves: 64 GiB on 64-bit systems. That is more
+// data than the RAM of nearly every machine it will run on, so `DynArray<T> a;` never runs out in
+// practice, while still leaving room for about 2000 such arrays in a 128 TiB user address space.
+// Reserving costs no RAM. On 32-bit systems, 256 MiB.
+inline constexpr std::size_t kDefaultReserveBytes =
+    sizeof(void*) >= 8 ? (std::size_t{64} << 30) : (std::size_t{256} << 20);
+
+template <class T>
+class DynArray {
+  static_assert(std::is_object_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
+                "DynArray<T> needs a non-const, non-volatile object type");
+  static_assert(alignof(T) <= 4096, "DynArray<T> aligns elements to at most 4096 bytes");
+
+ public:
+  using value_type = T;
+  using size_type = std::size_t;
+  using difference_type = std::ptrdiff_t;
+  using reference = T&;
+  using const_reference = const T&;
+  using pointer = T*;
+  using const_pointer = const T*;
+  using iterator = T*;
+  using const_iterator = const T*;
+  using reverse_iterator = std::reverse_iterator<iterator>;
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+
+  // The default reservation, in elements.
+  static constexpr size_type kDefaultMaxSize = kDefaultReserveBytes / sizeof(T);
+
+  // ---- construction
+  // ------------------------------------------------------------------------------
+
+  // Empty, with max_size() == kDefaultMaxSize. Reserves lazily on the first growth, so it costs
+  // nothing and never throws.
+  DynArray() noexcept = default;
+
+  // Reserves room for max_size elements now. 0 is std::invalid_argument; max_size * sizeof(T)
+  // overflowing or exceeding the address space is std::length_error (before any OS call); a
+  // refused reservation is OsAllocationError (a std::bad_alloc).
+  explicit DynArray(size_type max_size, ArenaOptions options = {})
+      : max_size_(max_size), arena_(checked_bytes(max_size), options) {
+    data_ = reinterpret_cast<T*>(arena_.base());
+  }
+
+  // The elements of `init`, in an array with the default reservation.
+  DynArray(std::initializer_list<T> init) { append_range(init); }
+
+  DynArray(DynArray&& other) noexcept { steal(other); }
+  DynArray& operator=(DynArray&& other) noexcept {
+    if (this != &other) {
+      destroy_all();
+      arena_ = Arena();
+      steal(other);
+    }
+    return *this;
+  }
+  DynArray(const DynArray&) = delete;  // copying needs a new reservation: use clone()
+  DynArray& operator=(const DynArray&) = delete;
+
+  ~DynArray() { destroy_all(); }
+
+  // A copy of every element in a new reservation of the same max_size() and options.
+  DynArray clone() const {
+    DynArray copy = arena_.reserved() ? DynArray(max_size_, arena_.options()) : DynArray();
+    copy.max_size_ = max_size_;
+    copy.append_range(*this);
+    return copy;
+  }
+
+  // ---- element access
+  // ----------------------------------------------------------------------------
+
+  reference operator[](size_type i) noexcept {
+    assert(i < size_ && "reservoir::DynArray index out of range");
+    return data_[i];
+  }
+  const_reference operator[](size_type i) const noexcept {
+    assert(i < size_ && "reservoir::DynArray index out of range");
+    return data_[i];
+  }
+  reference at(size_type i) {
+    if (i >= size_) throw_out_of_range("at", i);
+    return data_[i];
+  }
+  const_reference at(size_type i) const {
+    if (i >= size_) throw_out_of_range("at", i);
+    return data_[i];
+  }
+  reference front() noexcept { return (*this)[0]; }
+  const_reference front() const noexcept { return (*this)[0]; }
+  reference back() noexcept { return (*this)[size_ - 1]; }
+  const_reference back() const noexcept { return (*this)[size_ - 1]; }
+  T* data() noexcept { return data_; }
+  const T* data() const noexcept { return data_; }
+
+  // ---- iterators (raw pointers: contiguous, and never invalidated by growth)
+  // ---------------------
+
+  iterator begin() noexcept { return data_; }
+  const_iterator begin() const noexcept { return data_; }
+  const_iterator cbegin() const noexcept { return data_; }
+  iterator end() noexcept { return data_ + size_; }
+  const_iterator end() const noexcept { return data_ + size_; }
+  const_iterator cend() const noexcept { return data_ + size_; }
+  reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
+  const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
+  const_reverse_iterator crbegin() const noexcept { return rbegin(); }
+  reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
+  const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
+  const_reverse_iterator crend() const noexcept { return rend(); }
+
+  // ---- capacity
+  // ----------------------------------------------------------------------------------
+
+  bool empty() const noexcept { return size_ == 0; }
+  size_type size() const noexcept { return size_; }
+  // Elements that fit in committed memory; appends up to it make no system call.
+  size_type capacity() const noexcept { return capacity_; }
+  // The reservation: the most elements this array can ever hold.
+  size_type max_size() const noexcept { return max_size_; }
+  // The arena underneath (committed bytes, granule, options).
+  const Arena& arena() const noexcept { return arena_; }
+
+  // Commits memory for at least n elements. Never moves anything. n > max_size() is
+  // std::length_error; a refused commit is OsAllocationError; the array is unchanged then.
+  void reserve(size_type n) {
+    if (n <= capacity_) return;
+    if (n > max_size_) throw_length_error("reserve", n);
+    ensure_reserved();
+    arena_.reserve(n * sizeof(T));
+    update_capacity();
+  }
+
+  // Returns the committed memory beyond size() to the OS (whole commit granules), without moving
+  // anything. Non-binding, as in std::vector: if the OS refuses to decommit, the memory stays
+  // committed and capacity() says so.
+  void shrink_to_fit() noexcept {
+    if (!arena_.reserved()) return;
+    (void)arena_.trim(size_ * sizeof(T));
+    update_capacity();
+  }
+
+  // ---- appending (never moves an existing element) ----------------------------------------------
+
+  void push_back(const T& value) { emplace_back(value); }
+  void push_back(T&& value) { emplace_back(std::move(value)); }
+
+  // Constructs the new last element in place and returns it. Strong guarantee: if the
+  // reservation is full (std::length_error), the OS refuses to commit (OsAllocationError) or T's
+  // constructor throws, the array is exactly as it was, capacity() included.
+  template <class... Args>
+  reference emplace_back(Args&&... args) {
+    if (size_ < capacity_) [[likely]] {
+      T* p = std::construct_at(data_ + size_, std::forward<Args>(args)...);
+      ++size_;
+      return *p;
+    }
+    return emplace_back_slow(std::forward<Args>(args)...);
+  }
+
+  // Never throw for capacity or OS reasons: false / nullptr and the array unchanged instead.
+  // (T's own constructor may still throw, unless it is noexcept.)
+  bool try_push_back(const T& value) noexcept(std::is_nothrow_copy_constructible_v<T>) {
+    return try_emplace_back(value) != nullptr;
+  }
+  bool try_push_back(T&& value) noexcept(std::is_nothrow_move_constructible_v<T>) {
+    return try_emplace_back(std::move(value)) != nullptr;
+  }
+  template <class... Args>
+  T* try_emplace_back(Args&&... args) noexcept(std::is_nothrow_constructible_v<T, Args...>) {
+    if (size_ == capacity_) [[unlikely]] {
+      if (!try_grow_capacity(1)) return nullptr;
+    }
+    T* p = std::construct_at(data_ + size_, std::forward<Args>(args)...);
+    ++size_;
+    return p;
+  }
+
+  // Appends every element of r, committing once. Strong guarantee.
+  template <std::ranges::input_range R>
+  requires std::constructible_from<T, std::ranges::range_reference_t<R>>
+  void append_range(R&& r) {
+    if constexpr (std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+                  std::is_trivially_copyable_v<T> &&
+                  std::is_same_v<std::remove_cvref_t<std::ranges::range_reference_t<R>>, T>) {
+      const auto n = static_cast<size_type>(std::ranges::size(r));
+      reserve_for_append(n);
+      if (n) std::memcpy(static_cast<void*>(data_ + size_), std::ranges::data(r), n * sizeof(T));
+      size_ += n;
+    } else {
+      append_iterators(std::ranges::begin(r), std::ranges::end(r));
+    }
+  }
+
+  // ---- removing
+  // ----------------------------------------------------------------------------------
+
+  // Destroys the last element. On an empty array: std::out_of_range (std::vector leaves it
+  // undefined).
+  void pop_back() {
+    if (size_ == 0) throw std::out_of_range("reservoir::DynArray::pop_back on an empty array");
+    --size_;
+    std::destroy_at(data_ + size_);
+  }
+
+  // Destroys every element; keeps the committed memory (see shrink_to_fit).
+  void clear() noexcept { erase_tail(0); }
+
+  // ---- insert / erase (shift later elements as std::vector does) --------------------------------
+
+  iterator insert(const_iterator pos, const T& value) { return emplace(pos, value); }
+  iterator insert(const_iterator pos, T&& value) { return emplace(pos, std::move(value)); }
+  iterator insert(const_iterator pos, size_type count, const T& value) {
+    const size_type index = checked_index("insert", pos);
+    const size_type old_size = size_;
+    resize(size_ + count_checked(count), value);
+    std::rotate(data_ + index, data_ + old_size, data_ + size_);
+    return data_ + index;
+  }
+  template <std::input_iterator It>
+  iterator insert(const_iterator pos, It first, It last) {
+    const size_type index = checked_index("insert", pos);
+    const size_type old_size = size_;
+    append_iterators(first, last);
+    std::rotate(data_ + index, data_ + old_size, data_ + size_);
+    return data_ + index;
+  }
+  iterator insert(const_iterator pos, std::initializer_list<T> init) {
+    return insert_range(pos, init);
+  }
+
+  // Inserts the elements of r before pos: appended at the end (committing once), then rotated
+  // into place. Strong guarantee if the append fails; basic guarantee if a move during the
+  // rotation throws (as std::vector).
+  template <std::ranges::input_range R>
+  iterator insert_range(const_iterator pos, R&& r) {
+    const size_type index = checked_index("insert", pos);
+    const size_type old_size = size_;
+    append_range(std::forward<R>(r));
+    std::rotate(data_ + index, data_ + old_size, data_ + size_);
+    return data_ + index;
+  }
+
+  template <class... Args>
+  iterator emplace(const_iterator pos, Args&&... args) {
+    const size_type index = checked_index("emplace", pos);
+    emplace_back(std::forward<Args>(args)...);
+    std::rotate(data_ + index, data_ + size_ - 1, data_ + size_);
+    return data_ + index;
+  }
+
+  iterator erase(const_iterator pos) {
+    const size_type index = checked_index("erase", pos);
+    if (index == size_) throw_out_of_range("erase", index);
+    return erase(pos, pos + 1);
+  }
+  iterator erase(const_iterator first, const_iterator last) {
+    const size_type i = checked_index("erase", first);
+    const size_type j = checked_index("erase", last);
+    if (i > j) throw std::invalid_argument("reservoir::DynArray::erase: first is after last");
+    if (i != j) {
+      std::move(data_ + j, data_ + size_, data_ + i);
+      erase_tail(size_ - (j - i));
+    }
+    return data_ + i;
+  }
+
+  // ---- resize
+  // ------------------------------------------------------------------------------------
+
+  // Grows with value-initialised (or copied) elements, or destroys the tail. Strong guarantee.
+  void resize(size_type n) {
+    resize_impl(n, [](T* p, size_type k) { std::uninitialized_value_construct_n(p, k); });
+  }
+  void resize(size_type n, const T& value) {
+    resize_impl(n, [&value](T* p, size_type k) { std::uninitialized_fill_n(p, k, value); });
+  }
+
+  void swap(DynArray& other) noexcept {
+    using std::swap;
+    swap(data_, other.data_);
+    swap(size_, other.size_);
+    swap(capacity_, other.capacity_);
+    swap(max_size_, other.max_size_);
+    swap(arena_, other.arena_);
+  }
+  friend void swap(DynArray& a, DynArray& b) noexcept { a.swap(b); }
+
+  friend bool operator==(const DynArray& a, const DynArray& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend auto operator<=>(const DynArray& a,
+                          const DynArray& b) requires std::three_way_comparable<T> {
+    return std::lexicographical_compare_three_way(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  static size_type checked_bytes(size_type max_size) {
+    if (max_size > std::numeric_limits<size_type>::max() / sizeof(T)) {
+      throw std::length_error("reservoir::DynArray: " + std::to_string(max_size) + " elements of " +
+                              std::to_string(sizeof(T)) + " bytes overflow the address space");
+    }
+    return max_size * sizeof(T);
+  }
+
+  [[noreturn]] void throw_length_error(const char* op, size_type wanted) const {
+    throw std::length_error("reservoir::DynArray::" + std::string(op) + ": " +
+                            std::to_string(wanted) + " elements exceed max_size() " +
+                            std::to_string(max_size_));
+  }
+  [[noreturn]] void throw_out_of_range(const char* op, size_type i) const {
+    throw std::out_of_range("reservoir::DynArray::" + std::string(op) + ": index " +
+                            std::to_string(i) + " is out of range for size " +
+                            std::to_string(size_));
+  }
+
+  size_type checked_index(const char* op, const_iterator pos) const {
+    if (pos < data_ || pos > data_ + size_) {
+      throw std::out_of_range("reservoir::DynArray::" + std::string(op) +
+                              ": iterator does not point into the array");
+    }
+    return static_cast<size_type>(pos - data_);
+  }
+
+  // Reserves the default address space on first use (default-constructed or moved-from arrays).
+  void ensure_reserved() {
+    if (!arena_.reserved()) {
+      arena_ = Arena(checked_bytes(max_size_));
+      data_ = reinterpret_cast<T*>(arena_.base());
+    }
+  }
+  bool try_ensure_reserved() noexcept {
+    if (arena_.reserved()) return true;
+    if (max_size_ > std::numeric_limits<size_type>::max() / sizeof(T)) return false;
+    std::error_code ec;
+    std::optional<Arena> a = Arena::create(max_size_ * sizeof(T), {}, &ec);
+    if (!a) return false;
+    arena_ = std::move(*a);
+    data_ = reinterpret_cast<T*>(arena_.base());
+    return true;
+  }
+
+  void update_capacity() noexcept {
+    capacity_ = std::min(arena_.committed() / sizeof(T), max_size_);
+  }
+
+  // Appends [first, last): with forward iterators it commits once; either way, if anything throws,
+  // what was built is destroyed and the commit undone (strong guarantee).
+  template <std::input_iterator It, std::sentinel_for<It> S>
+  void append_iterators(It first, S last) {
+    const size_type old_size = size_;
+    const size_type old_capacity = capacity_;
+    try {
+      if constexpr (std::forward_iterator<It>) {
+        const auto n = static_cast<size_type>(std::ranges::distance(first, last));
+        reserve_for_append(n);
+        for (; first != last; ++first) {
+          std::construct_at(data_ + size_, *first);
+          ++size_;
+        }
+      } else {
+        for (; first != last; ++first)
+          emplace_back(*first);
+      }
+    } catch (...) {
+      erase_tail(old_size);
+      undo_commit(old_capacity);
+      throw;
+    }
+  }
+
+  size_type count_checked(size_type count) const {
+    if (count > max_size_ - size_) throw_length_error("insert", count);
+    return count;
+  }
+
+  // Commits room for n more elements (the slow path of every append).
+  void reserve_for_append(size_type n) {
+    if (n <= capacity_ - size_) return;
+    if (n > max_size_ - size_) throw_length_error("append", n > max_size_ ? n : size_ + n);
+    reserve(size_ + n);
+  }
+  bool try_grow_capacity(size_type n) noexcept {
+    if (n > max_size_ - size_ || !try_ensure_reserved()) return false;
+    if (!arena_.try_reserve((size_ + n) * sizeof(T))) return false;
+    update_capacity();
+    return true;
+  }
+
+  template <class... Args>
+  [[gnu::noinline, gnu::cold]] reference emplace_back_slow(Args&&... args) {
+    const size_type old_capacity = capacity_;
+    reserve_for_append(1);
+    try {
+      T* p = std::construct_at(data_ + size_, std::forward<Args>(args)...);
+      ++size_;
+      return *p;
+    } catch (...) {
+      undo_commit(old_capacity);
+      throw;
+    }
+  }
+
+  // Gives back what a failed operation committed, so capacity() is as before.
+  void undo_commit(size_type old_capacity) noexcept {
+    (void)arena_.trim(old_capacity * sizeof(T));
+    update_capacity();
+  }
+
+  template <class Construct>
+  void resize_impl(size_type n, Construct construct) {
+    if (n <= size_) {
+      erase_tail(n);
+      return;
+    }
+    const size_type old_capacity = capacity_;
+    reserve_for_append(n - size_);
+    try {
+      construct(data_ + size_, n - size_);  // destroys what it built if it throws
+    } catch (...) {
+      undo_commit(old_capacity);
+      throw;
+    }
+    size_ = n;
+  }
+
+  void erase_tail(size_type new_size) noexcept {
+    std::destroy(data_ + new_size, data_ + size_);
+    size_ = new_size;
+  }
+
+  void destroy_all() noexcept { erase_tail(0); }
+
+  void steal(DynArray& other) noexcept {
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+    max_size_ = std::exchange(other.max_size_, kDefaultMaxSize);
+    arena_ = std::move(other.arena_);
+  }
+
+  T* data_ = nullptr;
+  size_type size_ = 0;
+  size_type capacity_ = 0;
+  size_type max_size_ = kDefaultMaxSize;
+  Arena arena_;
+};
+
+}  // namespace reservoir

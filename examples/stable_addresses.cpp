@@ -1,0 +1,37 @@
+// Appends words to a DynArray<char> while keeping string_views into it, then shows that every view
+// is still valid and that peak memory stayed near the data's size. Usage: stable_addresses [N]
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <reservoir/reservoir.hpp>
+
+int main(int argc, char** argv) {
+  const std::size_t words = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
+  const std::size_t rss_before = reservoir::pal::current_rss();
+
+  reservoir::DynArray<char> text;       // reserves address space; commits as it grows
+  std::vector<std::string_view> views;  // views into `text`, taken while it grows
+  for (std::size_t i = 0; i < words; ++i) {
+    const std::string word = "word" + std::to_string(i) + " ";
+    const std::size_t start = text.size();
+    text.append_range(word);
+    views.emplace_back(text.data() + start, word.size());
+  }
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < words; ++i) {
+    if (views[i] != "word" + std::to_string(i) + " ") ++bad;
+  }
+  std::printf("%zu words, %zu bytes of text at %p (never moved)\n", words, text.size(),
+              static_cast<const void*>(text.data()));
+  std::printf("committed %s, reserved %s\n",
+              reservoir::format_bytes(text.arena().committed()).c_str(),
+              reservoir::format_bytes(text.arena().reserved()).c_str());
+  std::printf("peak RSS %s (+%s since start)\n",
+              reservoir::format_bytes(reservoir::pal::peak_rss()).c_str(),
+              reservoir::format_bytes(reservoir::pal::current_rss() - rss_before).c_str());
+  std::printf("%zu of %zu string_views still valid\n", words - bad, words);
+  return bad == 0 ? 0 : 1;
+}

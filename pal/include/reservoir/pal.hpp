@@ -1,0 +1,132 @@
+// reservoir/pal.hpp - the platform abstraction layer: the only code that calls the OS.
+//
+// One contract, two implementations: pal/src/pal_posix.cpp (Linux, macOS, FreeBSD) and
+// pal/src/pal_windows.cpp, chosen once in CMakeLists.txt. Every function is noexcept, never prints,
+// never aborts, and reports OS failures as a std::error_code carrying errno / GetLastError().
+//
+// Vocabulary (one word, one meaning):
+//   reserve   - take address space only; touching it faults; costs no RAM and no commit charge.
+//   commit    - make a reserved range readable and writable (RAM is supplied on first touch or,
+//               on Windows, charged against the commit limit at once).
+//   decommit  - give the RAM of a committed range back; it faults again, and reads as zeros once
+//               committed anew.
+//   release   - give the whole reservation back.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <reservoir/version.hpp>
+
+namespace reservoir::pal {
+
+// ---- sizes -------------------------------------------------------------------------------------
+
+// The virtual-memory page size, queried once from the OS (4 KiB on x86-64, 16 KiB on Apple
+// Silicon, 4/16/64 KiB on arm64 Linux). Commit and decommit work in whole pages.
+std::size_t page_size() noexcept;
+
+// The alignment and size unit of a reservation: 64 KiB on Windows, the page size elsewhere.
+std::size_t allocation_granularity() noexcept;
+
+// ---- address space -----------------------------------------------------------------------------
+
+// Reserves `size` bytes of address space (a multiple of allocation_granularity(), > 0) with no
+// access and no RAM. On success stores the base (aligned to allocation_granularity()) in *out.
+// On failure *out is untouched.
+std::error_code reserve(std::size_t size, void** out) noexcept;
+
+// Makes [addr, addr+size) readable and writable. addr and size are page-aligned and lie inside one
+// reservation. Committing an already committed page is harmless and keeps its contents.
+std::error_code commit(void* addr, std::size_t size) noexcept;
+
+// Returns the RAM behind [addr, addr+size) (page-aligned, committed) to the OS and makes the range
+// inaccessible again. When it is committed anew it reads as zeros. On failure the range may still
+// be accessible; its contents are then unspecified but the mapping stays valid.
+std::error_code decommit(void* addr, std::size_t size) noexcept;
+
+// Returns a whole reservation made by reserve(); `size` is the size passed to reserve().
+std::error_code release(void* addr, std::size_t size) noexcept;
+
+// Asks the OS to back a committed range with RAM now instead of on first touch (Linux 5.14+:
+// MADV_POPULATE_WRITE). Returns std::errc::not_supported where the OS cannot; callers may fall back
+// to touching the pages. Contents are unchanged.
+std::error_code prefault(void* addr, std::size_t size) noexcept;
+
+// Asks for transparent huge pages on [addr, addr+size) (Linux MADV_HUGEPAGE). A hint; returns
+// std::errc::not_supported elsewhere.
+std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept;
+
+// ---- errors ------------------------------------------------------------------------------------
+
+// The category of the error codes above: errno on POSIX, GetLastError() on Windows (whose
+// message() uses FormatMessage, so the text is the OS's own words).
+const std::error_category& os_category() noexcept;
+
+// "ENOMEM" / "ERROR_NOT_ENOUGH_MEMORY" style symbolic name of an OS error, or the number.
+std::string error_name(const std::error_code& ec);
+
+// "Cannot allocate memory (ENOMEM)": the OS's words plus the symbolic name.
+std::string describe(const std::error_code& ec);
+
+// ---- process statistics (for the bench and tests) ---------------------------------------------
+
+// Peak resident set size of this process in bytes (Linux VmHWM, macOS ru_maxrss in bytes, FreeBSD
+// ru_maxrss in KiB * 1024, Windows PeakWorkingSetSize). 0 if the OS will not tell.
+std::size_t peak_rss() noexcept;
+
+// Current resident set size in bytes (Linux VmRSS, macOS task_info, FreeBSD kinfo_proc, Windows
+// WorkingSetSize). 0 if the OS will not tell.
+std::size_t current_rss() noexcept;
+
+// Resets the peak so that peak_rss() restarts from current_rss() (Linux: "5" to
+// /proc/self/clear_refs). std::errc::not_supported elsewhere.
+std::error_code reset_peak_rss() noexcept;
+
+// User + system CPU time of this process, in seconds.
+double cpu_seconds() noexcept;
+
+// Minor (soft) page faults taken by this process so far.
+std::uint64_t minor_faults() noexcept;
+
+// Physical memory the OS could give this process now without swapping, in bytes (Linux
+// MemAvailable, Windows ullAvailPhys, BSD free+inactive pages). 0 if unknown.
+std::size_t available_memory() noexcept;
+
+// ---- processes (bench and tests re-execute themselves to measure or to fault in isolation) -----
+
+struct ProcessResult {
+  bool exited = false;          // ended by returning from main / exit()
+  int exit_code = 0;            // valid if exited
+  int signal = 0;               // POSIX: the signal that killed it; Windows: 0
+  std::uint32_t exception = 0;  // Windows: the NTSTATUS it died of (0xC0000005 access violation)
+  std::string output;           // everything it wrote to stdout
+};
+
+// Path of the running executable (for re-executing it). Empty on failure.
+std::string self_executable_path();
+
+// Runs `path` with `args` (argv[1..]), captures its stdout, waits for it. stderr is inherited.
+std::error_code run_process(const std::string& path, const std::vector<std::string>& args,
+                            ProcessResult* out);
+
+// ---- fault injection seam ----------------------------------------------------------------------
+//
+// Tests make OS calls fail on purpose. When armed for an operation, the call that would be the
+// (skip+1)-th from now fails with `error` (without calling the OS) `count` times in a row. The
+// check is one relaxed atomic load on calls that already cost a system call.
+enum class Op : unsigned { reserve, commit, decommit, release, prefault, count_ };
+
+namespace testing {
+void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept;
+void clear() noexcept;  // disarm every operation
+// The number of times `op` was called (including injected failures) since the process started.
+std::uint64_t calls(Op op) noexcept;
+// The error a refused call of the given kind reports on this OS (ENOMEM / ERROR_NOT_ENOUGH_MEMORY).
+std::error_code out_of_memory_error() noexcept;
+}  // namespace testing
+
+}  // namespace reservoir::pal

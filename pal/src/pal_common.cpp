@@ -1,0 +1,84 @@
+// OS-independent parts of pal: the fault-injection seam and error descriptions.
+#include <array>
+#include <atomic>
+#include <mutex>
+
+#include "pal_internal.hpp"
+
+namespace reservoir::pal {
+namespace {
+
+struct FaultSlot {
+  std::atomic<bool> armed{false};
+  std::atomic<std::uint64_t> calls{0};
+  std::uint64_t skip = 0;   // guarded by mutex
+  std::uint64_t count = 0;  // guarded by mutex
+  std::error_code error;    // guarded by mutex
+};
+
+constexpr std::size_t kOps = static_cast<std::size_t>(Op::count_);
+std::array<FaultSlot, kOps> g_slots;
+std::mutex g_mutex;
+
+FaultSlot& slot(Op op) noexcept {
+  return g_slots[static_cast<std::size_t>(op)];
+}
+
+}  // namespace
+
+namespace detail {
+
+bool injected_failure(Op op, std::error_code* ec) noexcept {
+  FaultSlot& s = slot(op);
+  s.calls.fetch_add(1, std::memory_order_relaxed);
+  if (!s.armed.load(std::memory_order_relaxed)) return false;
+  std::lock_guard lock(g_mutex);
+  if (s.count == 0) return false;
+  if (s.skip > 0) {
+    --s.skip;
+    return false;
+  }
+  --s.count;
+  if (s.count == 0) s.armed.store(false, std::memory_order_relaxed);
+  *ec = s.error;
+  return true;
+}
+
+}  // namespace detail
+
+namespace testing {
+
+void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept {
+  std::lock_guard lock(g_mutex);
+  FaultSlot& s = slot(op);
+  s.skip = skip;
+  s.count = count;
+  s.error = error;
+  s.armed.store(count > 0, std::memory_order_relaxed);
+}
+
+void clear() noexcept {
+  std::lock_guard lock(g_mutex);
+  for (FaultSlot& s : g_slots) {
+    s.count = 0;
+    s.skip = 0;
+    s.armed.store(false, std::memory_order_relaxed);
+  }
+}
+
+std::uint64_t calls(Op op) noexcept {
+  return slot(op).calls.load(std::memory_order_relaxed);
+}
+
+}  // namespace testing
+
+std::string describe(const std::error_code& ec) {
+  std::string text = ec.message();
+  while (!text.empty() &&
+         (text.back() == '\n' || text.back() == '\r' || text.back() == '.' || text.back() == ' ')) {
+    text.pop_back();  // FormatMessage ends its text with ".\r\n"
+  }
+  return text + " (" + error_name(ec) + ")";
+}
+
+}  // namespace reservoir::pal

@@ -1,0 +1,17 @@
+// Internal to pal: the fault-injection check every OS wrapper makes before calling the OS.
+#pragma once
+
+#include <system_error>
+
+#include <reservoir/pal.hpp>
+
+namespace reservoir::pal::detail {
+
+// Counts the call and, if a test armed `op`, stores the injected error in *ec and returns true.
+bool injected_failure(Op op, std::error_code* ec) noexcept;
+
+inline std::error_code os_error(int value) noexcept {
+  return {value, os_category()};
+}
+
+}  // namespace reservoir::pal::detail

@@ -1,0 +1,366 @@
+// pal for POSIX systems: Linux, macOS and FreeBSD. Their differences are the marked #if blocks.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "pal_internal.hpp"
+
+#if defined(__APPLE__)
+#include <mach-o/dyld.h>
+#include <mach/mach.h>
+#elif defined(__FreeBSD__)
+#include <sys/sysctl.h>
+#include <sys/user.h>
+#endif
+
+extern char** environ;
+
+namespace reservoir::pal {
+namespace {
+
+using detail::injected_failure;
+using detail::os_error;
+
+std::error_code last_error() noexcept {
+  return os_error(errno);
+}
+
+#if defined(__linux__)
+// Reads "Key:   123 kB" from a /proc file; returns the number times 1024, or 0.
+std::size_t read_proc_kib(const char* path, const char* key) noexcept {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[8192];
+  std::size_t len = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buf + len, sizeof(buf) - 1 - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    len += static_cast<std::size_t>(n);
+    if (len == sizeof(buf) - 1) break;
+  }
+  ::close(fd);
+  buf[len] = '\0';
+  const std::size_t key_len = std::strlen(key);
+  for (const char* line = buf; line && *line;) {
+    if (std::strncmp(line, key, key_len) == 0 && line[key_len] == ':') {
+      return static_cast<std::size_t>(std::strtoull(line + key_len + 1, nullptr, 10)) * 1024;
+    }
+    line = std::strchr(line, '\n');
+    if (line) ++line;
+  }
+  return 0;
+}
+#endif
+
+}  // namespace
+
+// ---- sizes -------------------------------------------------------------------------------------
+
+std::size_t page_size() noexcept {
+  static const std::size_t size = [] {
+    long v = ::sysconf(_SC_PAGESIZE);
+    return v > 0 ? static_cast<std::size_t>(v) : static_cast<std::size_t>(::getpagesize());
+  }();
+  return size;
+}
+
+std::size_t allocation_granularity() noexcept {
+  return page_size();
+}
+
+// ---- address space -----------------------------------------------------------------------------
+
+std::error_code reserve(std::size_t size, void** out) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::reserve, &ec)) return ec;
+  int flags = MAP_PRIVATE | MAP_ANON;
+#if defined(MAP_NORESERVE)
+  // Linux: no swap/commit accounting for the reservation. macOS and FreeBSD have no such flag
+  // (FreeBSD never accounted PROT_NONE anonymous memory; macOS has no commit limit).
+  flags |= MAP_NORESERVE;
+#endif
+  // fd must be -1 with MAP_ANON: FreeBSD rejects anything else.
+  void* p = ::mmap(nullptr, size, PROT_NONE, flags, -1, 0);
+  if (p == MAP_FAILED) return last_error();  // MAP_FAILED, not nullptr
+  *out = p;
+  return {};
+}
+
+std::error_code commit(void* addr, std::size_t size) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::commit, &ec)) return ec;
+  if (::mprotect(addr, size, PROT_READ | PROT_WRITE) != 0) return last_error();
+  return {};
+}
+
+std::error_code decommit(void* addr, std::size_t size) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::decommit, &ec)) return ec;
+#if defined(__linux__)
+  // Drop the pages first (they read as zeros afterwards), then remove access so a stale pointer
+  // faults. Reversed, a failed madvise would leave data we promised gone behind PROT_NONE.
+  if (::madvise(addr, size, MADV_DONTNEED) != 0) return last_error();
+  if (::mprotect(addr, size, PROT_NONE) != 0) return last_error();
+#else
+  // macOS and FreeBSD: MADV_DONTNEED is only a hint and does not zero. Map a fresh inaccessible
+  // anonymous range over the old one instead: the pages are freed and later read as zeros.
+  void* p = ::mmap(addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANON, -1, 0);
+  if (p == MAP_FAILED) return last_error();
+#endif
+  return {};
+}
+
+std::error_code release(void* addr, std::size_t size) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::release, &ec)) return ec;
+  if (::munmap(addr, size) != 0) return last_error();
+  return {};
+}
+
+std::error_code prefault(void* addr, std::size_t size) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::prefault, &ec)) return ec;
+#if defined(__linux__)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14 uapi value; older headers lack it
+#endif
+  if (::madvise(addr, size, MADV_POPULATE_WRITE) == 0) return {};
+  if (errno == EINVAL) return std::make_error_code(std::errc::not_supported);  // kernel < 5.14
+  return last_error();
+#else
+  (void)addr;
+  (void)size;
+  return std::make_error_code(std::errc::not_supported);
+#endif
+}
+
+std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (::madvise(addr, size, MADV_HUGEPAGE) != 0) return last_error();
+  return {};
+#else
+  (void)addr;
+  (void)size;
+  return std::make_error_code(std::errc::not_supported);
+#endif
+}
+
+// ---- errors ------------------------------------------------------------------------------------
+
+const std::error_category& os_category() noexcept {
+  return std::system_category();
+}
+
+std::string error_name(const std::error_code& ec) {
+  if (ec.category() == std::system_category() || ec.category() == std::generic_category()) {
+    switch (ec.value()) {
+      case ENOMEM:
+        return "ENOMEM";
+      case EINVAL:
+        return "EINVAL";
+      case EACCES:
+        return "EACCES";
+      case EAGAIN:
+        return "EAGAIN";
+      case EPERM:
+        return "EPERM";
+      case EFAULT:
+        return "EFAULT";
+      case ENOTSUP:
+        return "ENOTSUP";
+      case ENOENT:
+        return "ENOENT";
+      case EOVERFLOW:
+        return "EOVERFLOW";
+      case EBADF:
+        return "EBADF";
+      default:
+        break;
+    }
+  }
+  return "error " + std::to_string(ec.value());
+}
+
+std::error_code testing::out_of_memory_error() noexcept {
+  return os_error(ENOMEM);
+}
+
+// ---- process statistics ------------------------------------------------------------------------
+
+std::size_t peak_rss() noexcept {
+#if defined(__linux__)
+  // VmHWM, not ru_maxrss: the kernel carries ru_maxrss across fork+exec from the parent.
+  if (std::size_t v = read_proc_kib("/proc/self/status", "VmHWM")) return v;
+#endif
+  struct rusage ru {};
+  if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+#if defined(__APPLE__)
+  return static_cast<std::size_t>(ru.ru_maxrss);  // bytes on macOS
+#else
+  return static_cast<std::size_t>(ru.ru_maxrss) * 1024;  // KiB on Linux and FreeBSD
+#endif
+}
+
+std::size_t current_rss() noexcept {
+#if defined(__linux__)
+  return read_proc_kib("/proc/self/status", "VmRSS");
+#elif defined(__APPLE__)
+  mach_task_basic_info_data_t info{};
+  mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
+  if (task_info(mach_task_self(), MACH_TASK_BASIC_INFO, reinterpret_cast<task_info_t>(&info),
+                &count) != KERN_SUCCESS) {
+    return 0;
+  }
+  return static_cast<std::size_t>(info.resident_size);
+#elif defined(__FreeBSD__)
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(::getpid())};
+  struct kinfo_proc kp {};
+  std::size_t len = sizeof(kp);
+  if (::sysctl(mib, 4, &kp, &len, nullptr, 0) != 0) return 0;
+  return static_cast<std::size_t>(kp.ki_rssize) * page_size();
+#else
+  return 0;
+#endif
+}
+
+std::error_code reset_peak_rss() noexcept {
+#if defined(__linux__)
+  int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return last_error();
+  ssize_t n = ::write(fd, "5", 1);
+  std::error_code ec = n == 1 ? std::error_code{} : last_error();
+  ::close(fd);
+  return ec;
+#else
+  return std::make_error_code(std::errc::not_supported);
+#endif
+}
+
+double cpu_seconds() noexcept {
+  struct rusage ru {};
+  if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0.0;
+  auto sec = [](const timeval& tv) { return double(tv.tv_sec) + double(tv.tv_usec) * 1e-6; };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
+
+std::uint64_t minor_faults() noexcept {
+  struct rusage ru {};
+  if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return static_cast<std::uint64_t>(ru.ru_minflt);
+}
+
+std::size_t available_memory() noexcept {
+#if defined(__linux__)
+  return read_proc_kib("/proc/meminfo", "MemAvailable");
+#elif defined(__APPLE__)
+  vm_statistics64_data_t vm{};
+  mach_msg_type_number_t count = HOST_VM_INFO64_COUNT;
+  if (host_statistics64(mach_host_self(), HOST_VM_INFO64, reinterpret_cast<host_info64_t>(&vm),
+                        &count) != KERN_SUCCESS) {
+    return 0;
+  }
+  return (static_cast<std::size_t>(vm.free_count) + vm.inactive_count) * page_size();
+#elif defined(__FreeBSD__)
+  unsigned free_pages = 0, inactive_pages = 0;
+  std::size_t len = sizeof(free_pages);
+  if (::sysctlbyname("vm.stats.vm.v_free_count", &free_pages, &len, nullptr, 0) != 0) return 0;
+  len = sizeof(inactive_pages);
+  if (::sysctlbyname("vm.stats.vm.v_inactive_count", &inactive_pages, &len, nullptr, 0) != 0) {
+    inactive_pages = 0;
+  }
+  return (static_cast<std::size_t>(free_pages) + inactive_pages) * page_size();
+#else
+  return 0;
+#endif
+}
+
+// ---- processes ---------------------------------------------------------------------------------
+
+std::string self_executable_path() {
+#if defined(__linux__)
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return {};
+  return std::string(buf, static_cast<std::size_t>(n));
+#elif defined(__APPLE__)
+  char buf[4096];
+  std::uint32_t size = sizeof(buf);
+  if (_NSGetExecutablePath(buf, &size) != 0) return {};
+  return std::string(buf);
+#elif defined(__FreeBSD__)
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PATHNAME, -1};
+  char buf[4096];
+  std::size_t len = sizeof(buf);
+  if (::sysctl(mib, 4, buf, &len, nullptr, 0) != 0 || len == 0) return {};
+  return std::string(buf);
+#else
+  return {};
+#endif
+}
+
+std::error_code run_process(const std::string& path, const std::vector<std::string>& args,
+                            ProcessResult* out) {
+  // 1. A pipe for the child's stdout.
+  int fds[2];
+  if (::pipe(fds) != 0) return last_error();
+  for (int fd : fds) {
+    if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+      std::error_code ec = last_error();
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return ec;
+    }
+  }
+  // 2. Spawn with the write end as stdout.
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(path.c_str()));
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  int rc = ::posix_spawn_file_actions_init(&actions);
+  if (rc == 0) rc = ::posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  pid_t pid = -1;
+  if (rc == 0) rc = ::posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    return os_error(rc);
+  }
+  // 3. Read until EOF, then reap.
+  ProcessResult result;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    result.output.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return last_error();
+  }
+  if (WIFEXITED(status)) {
+    result.exited = true;
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  }
+  *out = std::move(result);
+  return {};
+}
+
+}  // namespace reservoir::pal

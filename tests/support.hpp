@@ -1,0 +1,95 @@
+// Shared test helpers: an instance-counting element type, a fault-injection guard, and child
+// processes for scenarios that must crash (guard pages) or need a fresh process (peak memory).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <ostream>  // doctest prints std::error_code with it
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+#include <reservoir/pal.hpp>
+
+namespace test {
+
+// Counts every construction and destruction; can be told to throw on the n-th construction.
+struct Tracked {
+  static inline long long value_constructions = 0;
+  static inline long long copies = 0;
+  static inline long long moves = 0;
+  static inline long long destructions = 0;
+  static inline long long throw_countdown = -1;  // throw when it reaches 0; -1 = never
+
+  static void reset() {
+    value_constructions = copies = moves = destructions = 0;
+    throw_countdown = -1;
+  }
+  static long long constructions() { return value_constructions + copies + moves; }
+  static long long live() { return constructions() - destructions; }
+
+  Tracked() : Tracked(0) {}
+  explicit Tracked(int v) : value(v) {
+    maybe_throw();
+    ++value_constructions;
+  }
+  Tracked(const Tracked& o) : value(o.value) {
+    maybe_throw();
+    ++copies;
+  }
+  Tracked(Tracked&& o) noexcept(false) : value(o.value) {
+    maybe_throw();
+    ++moves;
+  }
+  Tracked& operator=(const Tracked&) = default;
+  Tracked& operator=(Tracked&&) = default;
+  ~Tracked() { ++destructions; }
+  friend bool operator==(const Tracked& a, const Tracked& b) { return a.value == b.value; }
+
+  int value;
+
+ private:
+  static void maybe_throw() {
+    if (throw_countdown >= 0 && throw_countdown-- == 0) throw std::runtime_error("Tracked throws");
+  }
+};
+
+// Arms the pal failure seam for one operation; disarms everything when it goes out of scope.
+class FaultGuard {
+ public:
+  FaultGuard(reservoir::pal::Op op, std::uint64_t skip = 0, std::uint64_t count = 1,
+             std::error_code error = reservoir::pal::testing::out_of_memory_error()) {
+    reservoir::pal::testing::fail(op, skip, count, error);
+  }
+  ~FaultGuard() { reservoir::pal::testing::clear(); }
+  FaultGuard(const FaultGuard&) = delete;
+  FaultGuard& operator=(const FaultGuard&) = delete;
+};
+
+// A scenario the test binary runs in a child of itself: `reservoir_tests --child NAME`.
+// Its return value is the child's exit code; what it prints to stdout comes back in output.
+void register_child(const std::string& name, std::function<int()> body);
+int run_child_main(const std::string& name);                       // in the child
+reservoir::pal::ProcessResult run_child(const std::string& name);  // in the parent
+
+struct ChildRegistrar {
+  ChildRegistrar(const char* name, std::function<int()> body) { register_child(name, body); }
+};
+#define RESERVOIR_CONCAT_(a, b) a##b
+#define RESERVOIR_CONCAT(a, b) RESERVOIR_CONCAT_(a, b)
+#define RESERVOIR_CHILD(name)                                                 \
+  static int RESERVOIR_CONCAT(child_body_, __LINE__)();                       \
+  static const ::test::ChildRegistrar RESERVOIR_CONCAT(child_reg_, __LINE__)( \
+      name, &RESERVOIR_CONCAT(child_body_, __LINE__));                        \
+  static int RESERVOIR_CONCAT(child_body_, __LINE__)()
+
+// True if the child died of a memory access fault (SIGSEGV/SIGBUS, or an access violation).
+bool died_of_access_violation(const reservoir::pal::ProcessResult& r);
+std::string describe(const reservoir::pal::ProcessResult& r);
+
+// Prepares this (child) process to die of a fault in the plain way: default signal disposition,
+// so sanitizers and the test framework do not turn the fault into an ordinary exit.
+void expect_fault_here();
+
+}  // namespace test

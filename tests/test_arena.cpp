@@ -1,0 +1,316 @@
+// Tests of <reservoir/arena.hpp>: page-granular commit, errors that change nothing, shrinking,
+// alignment, moves and guard pages.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <reservoir/arena.hpp>
+
+#include "support.hpp"
+
+using reservoir::Arena;
+using reservoir::ArenaOptions;
+using reservoir::OsAllocationError;
+namespace pal = reservoir::pal;
+
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+std::size_t round_up(std::size_t v, std::size_t unit) {
+  return (v + unit - 1) / unit * unit;
+}
+
+// A snapshot of everything observable, to prove an operation changed nothing.
+struct State {
+  std::byte* base;
+  std::size_t size, committed, reserved;
+  std::vector<unsigned char> bytes;
+  explicit State(const Arena& a)
+      : base(a.base()),
+        size(a.size()),
+        committed(a.committed()),
+        reserved(a.reserved()),
+        bytes(reinterpret_cast<unsigned char*>(a.base()),
+              reinterpret_cast<unsigned char*>(a.base()) + a.size()) {}
+  bool operator==(const State&) const = default;
+};
+
+void fill_pattern(void* p, std::size_t n, std::size_t seed) {
+  auto* b = static_cast<unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i)
+    b[i] = static_cast<unsigned char>((i + seed) * 131u);
+}
+
+}  // namespace
+
+static_assert(!std::is_copy_constructible_v<Arena>);
+static_assert(std::is_nothrow_move_constructible_v<Arena>);
+static_assert(std::is_nothrow_move_assignable_v<Arena>);
+static_assert(std::is_base_of_v<std::bad_alloc, OsAllocationError>);
+
+TEST_SUITE("arena") {
+  TEST_CASE("construction reserves and commits nothing") {
+    Arena a(10 * kMiB);
+    CHECK(a.base() != nullptr);
+    CHECK(a.size() == 0);
+    CHECK(a.committed() == 0);
+    CHECK(a.reserved() >= 10 * kMiB);
+    CHECK(a.commit_granule() == reservoir::kDefaultCommitGranule);
+    CHECK(reinterpret_cast<std::uintptr_t>(a.base()) % pal::page_size() == 0);
+  }
+
+  TEST_CASE("committed() is exactly round_up(size, granule) while growing") {
+    for (std::size_t granule : {pal::page_size(), reservoir::kDefaultCommitGranule, 3 * kMiB}) {
+      CAPTURE(granule);
+      ArenaOptions opt;
+      opt.commit_granule = granule;
+      Arena a(64 * kMiB, opt);
+      std::byte* const base = a.base();
+      std::size_t expected_size = 0;
+      for (std::size_t step : {1u, 7u, 4095u, 1u, 65536u, 100000u, 3u, 1000000u, 5000000u}) {
+        void* p = a.grow(step);
+        CHECK(p == base + expected_size);  // contiguous, and the base never moves
+        expected_size += step;
+        REQUIRE(a.size() == expected_size);
+        REQUIRE(a.committed() == round_up(expected_size, granule));
+        std::memset(p, 0x5A, step);  // all of it is writable
+      }
+      CHECK(a.base() == base);
+    }
+  }
+
+  TEST_CASE("growing past the reservation is length_error and changes nothing") {
+    Arena a(1 * kMiB);
+    fill_pattern(a.grow(a.reserved() - 10), a.reserved() - 10, 1);
+    const State before(a);
+    CHECK_THROWS_AS(a.grow(11), std::length_error);
+    CHECK(State(a) == before);
+    CHECK(a.try_grow(11) == nullptr);
+    CHECK(a.try_grow(std::numeric_limits<std::size_t>::max()) == nullptr);
+    CHECK_THROWS_AS(a.grow(std::numeric_limits<std::size_t>::max()), std::length_error);
+    CHECK(State(a) == before);
+    CHECK(a.grow(10) != nullptr);  // exactly to the end is fine
+    CHECK(a.size() == a.reserved());
+  }
+
+  TEST_CASE("a refused commit is OsAllocationError naming size, address and OS error") {
+    Arena a(16 * kMiB);
+    fill_pattern(a.grow(1000), 1000, 2);
+    a.grow(a.committed() - a.size());  // committed prefix exactly full
+    const State before(a);
+    {
+      test::FaultGuard fault(pal::Op::commit);
+      try {
+        a.grow(1);
+        FAIL("grow should have thrown");
+      } catch (const OsAllocationError& e) {
+        const std::string what = e.what();
+        CHECK(what.find("cannot commit 64 KiB at 0x") == 0);
+        CHECK(e.code() == pal::testing::out_of_memory_error());
+        CHECK(what.find(pal::describe(pal::testing::out_of_memory_error())) != std::string::npos);
+      }
+      CHECK(State(a) == before);
+    }
+    {
+      test::FaultGuard fault(pal::Op::commit);
+      CHECK(a.try_grow(1) == nullptr);
+      CHECK(State(a) == before);
+    }
+    {
+      test::FaultGuard fault(pal::Op::commit, 0, 2);
+      CHECK_THROWS_AS(a.reserve(a.committed() + 1), std::bad_alloc);
+      CHECK_FALSE(a.try_reserve(a.committed() + 1));
+      CHECK(State(a) == before);
+    }
+    CHECK(a.grow(1) != nullptr);  // usable afterwards
+  }
+
+  TEST_CASE("bad sizes are rejected before any OS call") {
+    const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
+    CHECK_THROWS_AS((void)Arena(0), std::invalid_argument);
+    CHECK_THROWS_AS((void)Arena(std::numeric_limits<std::size_t>::max()), std::length_error);
+    if constexpr (sizeof(void*) >= 8) {
+      CHECK_THROWS_AS((void)Arena(std::size_t{1} << 50), std::length_error);  // > 128 TiB
+    }
+    ArenaOptions silly;
+    silly.commit_granule = std::numeric_limits<std::size_t>::max();
+    CHECK_THROWS_AS((void)Arena(kMiB, silly), std::invalid_argument);
+    std::error_code ec;
+    CHECK_FALSE(Arena::create(0, {}, &ec).has_value());
+    CHECK(ec == std::errc::invalid_argument);
+    CHECK(pal::testing::calls(pal::Op::reserve) == reserves);
+  }
+
+  TEST_CASE("a refused reservation is OsAllocationError; create() reports it without throwing") {
+    {
+      test::FaultGuard fault(pal::Op::reserve);
+      try {
+        Arena a(kMiB);
+        FAIL("should have thrown");
+      } catch (const OsAllocationError& e) {
+        CHECK(std::string(e.what()).find("cannot reserve") == 0);
+        CHECK(std::string(e.what()).find("of address space") != std::string::npos);
+      }
+    }
+    test::FaultGuard fault(pal::Op::reserve);
+    std::error_code ec;
+    CHECK_FALSE(Arena::create(kMiB, {}, &ec).has_value());
+    CHECK(ec == pal::testing::out_of_memory_error());
+  }
+
+  TEST_CASE("allocate aligns, and rejects alignments that are not powers of two") {
+    Arena a(kMiB);
+    a.grow(1);
+    for (std::size_t align : {1u, 2u, 8u, 16u, 64u, 256u, 4096u}) {
+      void* p = a.allocate(3, align);
+      CHECK(reinterpret_cast<std::uintptr_t>(p) % align == 0);
+      CHECK(a.contains(p, 3));
+    }
+    const State before(a);
+    CHECK_THROWS_AS(a.allocate(1, 3), std::invalid_argument);
+    CHECK_THROWS_AS(a.allocate(1, 0), std::invalid_argument);
+    CHECK_THROWS_AS(a.allocate(1, pal::page_size() * 2), std::invalid_argument);
+    CHECK(a.try_allocate(1, 3) == nullptr);
+    CHECK_THROWS_AS(a.allocate(2 * kMiB, 8), std::length_error);
+    CHECK(a.try_allocate(std::numeric_limits<std::size_t>::max(), 64) == nullptr);
+    CHECK(State(a) == before);
+  }
+
+  TEST_CASE("shrink keeps the live bytes, decommits the rest, and regrowth reads zeros") {
+    Arena a(32 * kMiB);
+    const std::size_t n = 10 * kMiB + 123;
+    fill_pattern(a.grow(n), n, 3);
+    const std::size_t keep = 3 * kMiB + 5;
+    CHECK_FALSE(a.shrink(keep));
+    CHECK(a.size() == keep);
+    CHECK(a.committed() == round_up(keep, a.commit_granule()));
+    std::vector<unsigned char> expect(keep);
+    fill_pattern(expect.data(), keep, 3);
+    CHECK(std::memcmp(a.base(), expect.data(), keep) == 0);
+    // The bytes after `keep` in the last kept granule are still there (not decommitted) ...
+    auto* bytes = reinterpret_cast<unsigned char*>(a.base());
+    CHECK(bytes[keep] == static_cast<unsigned char>((keep + 3) * 131u));
+    // ... but every decommitted granule reads as zero when committed again.
+    a.grow(n - keep);
+    for (std::size_t i = a.commit_granule() * (keep / a.commit_granule() + 1); i < n; ++i) {
+      REQUIRE(bytes[i] == 0);
+    }
+    CHECK_THROWS_AS(a.shrink(n + 1), std::invalid_argument);
+    CHECK_FALSE(a.reset());
+    CHECK(a.size() == 0);
+    CHECK(a.committed() == 0);
+    CHECK(a.grow(5) == a.base());  // reusable
+  }
+
+  TEST_CASE("a refused decommit loses nothing and committed() tells the truth") {
+    Arena a(8 * kMiB);
+    fill_pattern(a.grow(4 * kMiB), 4 * kMiB, 4);
+    const std::size_t committed = a.committed();
+    test::FaultGuard fault(pal::Op::decommit);
+    CHECK(a.shrink(kMiB) == pal::testing::out_of_memory_error());
+    CHECK(a.size() == kMiB);
+    CHECK(a.committed() == committed);
+    std::vector<unsigned char> expect(kMiB);
+    fill_pattern(expect.data(), kMiB, 4);
+    CHECK(std::memcmp(a.base(), expect.data(), kMiB) == 0);
+  }
+
+  TEST_CASE("reserve commits ahead; trim gives it back") {
+    Arena a(8 * kMiB);
+    a.reserve(3 * kMiB);
+    CHECK(a.committed() == round_up(3 * kMiB, a.commit_granule()));
+    CHECK(a.size() == 0);
+    CHECK_THROWS_AS(a.reserve(a.reserved() + 1), std::length_error);
+    CHECK_FALSE(a.trim(kMiB));
+    CHECK(a.committed() == kMiB);
+    CHECK_FALSE(a.trim());
+    CHECK(a.committed() == 0);
+  }
+
+  TEST_CASE("prefault and huge-page options give the same arena") {
+    ArenaOptions opt;
+    opt.prefault = true;
+    opt.huge_pages = true;
+    opt.commit_granule = 2 * kMiB;
+    Arena a(16 * kMiB, opt);
+    auto* p = static_cast<unsigned char*>(a.grow(5 * kMiB));
+    CHECK(a.committed() == 6 * kMiB);
+    CHECK(p[5 * kMiB - 1] == 0);
+    fill_pattern(p, 5 * kMiB, 5);
+    CHECK(p[77] == static_cast<unsigned char>((77 + 5) * 131u));
+  }
+
+  TEST_CASE("a move transfers the reservation; the moved-from arena is empty and reusable") {
+    Arena a(kMiB);
+    fill_pattern(a.grow(100), 100, 6);
+    std::byte* base = a.base();
+    Arena b(std::move(a));
+    CHECK(b.base() == base);
+    CHECK(b.size() == 100);
+    CHECK(a.base() == nullptr);
+    CHECK(a.reserved() == 0);
+    CHECK(a.size() == 0);
+    CHECK_THROWS_AS(a.grow(1), std::length_error);
+    CHECK(a.try_grow(1) == nullptr);
+    a = Arena(2 * kMiB);
+    CHECK(a.reserved() >= 2 * kMiB);
+    a = std::move(b);
+    CHECK(a.base() == base);
+    CHECK(b.base() == nullptr);
+    swap(a, b);
+    CHECK(b.base() == base);
+  }
+}
+
+// ---- guard pages: each access runs in a child process that must die of it --------------------
+
+RESERVOIR_CHILD("arena.below_base") {
+  Arena a(kMiB);
+  a.grow(10);
+  test::expect_fault_here();
+  static_cast<volatile std::byte*>(a.base())[-1] = std::byte{1};
+  return 0;
+}
+
+RESERVOIR_CHILD("arena.past_reservation") {
+  Arena a(kMiB);
+  a.grow(a.reserved());  // everything committed: only the guard page follows
+  test::expect_fault_here();
+  static_cast<volatile std::byte*>(a.base())[a.reserved()] = std::byte{1};
+  return 0;
+}
+
+RESERVOIR_CHILD("arena.past_committed") {
+  Arena a(kMiB);
+  a.grow(100);
+  test::expect_fault_here();
+  static_cast<volatile std::byte*>(a.base())[a.committed()] = std::byte{1};
+  return 0;
+}
+
+RESERVOIR_CHILD("arena.inside_committed") {
+  Arena a(kMiB);
+  a.grow(100);
+  static_cast<volatile std::byte*>(a.base())[a.committed() - 1] = std::byte{1};
+  return 0;  // control: the last committed byte is fine
+}
+
+TEST_SUITE("arena") {
+  TEST_CASE("guard pages fault below the base, past the reservation and past the commit") {
+    for (const char* name :
+         {"arena.below_base", "arena.past_reservation", "arena.past_committed"}) {
+      CAPTURE(name);
+      pal::ProcessResult r = test::run_child(name);
+      CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
+    }
+    pal::ProcessResult ok = test::run_child("arena.inside_committed");
+    CHECK(ok.exited);
+    CHECK(ok.exit_code == 0);
+  }
+}

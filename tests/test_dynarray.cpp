@@ -1,0 +1,399 @@
+// Tests of <reservoir/dynarray.hpp>: stability, no copies on growth, std::vector semantics,
+// strong guarantees, limits, moves.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <ranges>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <reservoir/reservoir.hpp>
+
+#include "support.hpp"
+
+using reservoir::DynArray;
+using test::Tracked;
+namespace pal = reservoir::pal;
+
+static_assert(std::ranges::contiguous_range<DynArray<int>>);
+static_assert(std::ranges::sized_range<DynArray<int>>);
+static_assert(std::ranges::contiguous_range<const DynArray<std::string>>);
+static_assert(std::is_nothrow_move_constructible_v<DynArray<int>>);
+static_assert(!std::is_copy_constructible_v<DynArray<int>>);
+static_assert(std::is_nothrow_default_constructible_v<DynArray<int>>);
+static_assert(RESERVOIR_VERSION_MAJOR == 0);
+
+namespace {
+
+template <class T>
+void check_equal(const DynArray<T>& a, const std::vector<T>& v) {
+  REQUIRE(a.size() == v.size());
+  CHECK(a.empty() == v.empty());
+  CHECK(std::equal(a.begin(), a.end(), v.begin(), v.end()));
+}
+
+// Fills the committed memory exactly, so the next append must commit.
+template <class T>
+T make(std::size_t i) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return std::string(1, static_cast<char>(i));
+  } else {
+    return T(static_cast<int>(i));
+  }
+}
+
+template <class T>
+void fill_to_capacity(DynArray<T>& a) {
+  if (a.size() == a.capacity()) a.reserve(a.size() + 1);
+  while (a.size() < a.capacity())
+    a.emplace_back(make<T>(a.size()));
+}
+
+}  // namespace
+
+TEST_SUITE("dynarray") {
+  TEST_CASE("the vector-shaped basics") {
+    DynArray<int> a;
+    CHECK(a.empty());
+    CHECK(a.max_size() == DynArray<int>::kDefaultMaxSize);
+    CHECK(a.capacity() == 0);
+    a.push_back(1);
+    int two = 2;
+    a.push_back(two);
+    CHECK(a.emplace_back(3) == 3);
+    CHECK(a.size() == 3);
+    CHECK(a.front() == 1);
+    CHECK(a.back() == 3);
+    CHECK(a[1] == 2);
+    CHECK(a.at(2) == 3);
+    CHECK_THROWS_AS(a.at(3), std::out_of_range);
+    CHECK(*a.data() == 1);
+    CHECK(std::vector<int>(a.rbegin(), a.rend()) == std::vector<int>{3, 2, 1});
+    CHECK(std::vector<int>(a.cbegin(), a.cend()) == std::vector<int>{1, 2, 3});
+    std::span<int> s = a;
+    CHECK(s.size() == 3);
+    CHECK(s.data() == a.data());
+    std::span<const int> cs = std::as_const(a);
+    CHECK(cs[2] == 3);
+    CHECK(std::ranges::find(a, 2) == a.begin() + 1);
+    a.pop_back();
+    CHECK(a.size() == 2);
+    a.clear();
+    CHECK(a.empty());
+    CHECK(a.capacity() > 0);  // clear keeps committed memory, like std::vector
+    CHECK_THROWS_AS(a.pop_back(), std::out_of_range);
+    DynArray<int> init{4, 5, 6};
+    CHECK(init.size() == 3);
+    CHECK(init[2] == 6);
+  }
+
+  TEST_CASE("pointers and string_views stay valid across a million appends") {
+    DynArray<char> text;
+    std::vector<std::string_view> views;
+    std::vector<std::string> expected;
+    const char* const first = nullptr;
+    (void)first;
+    std::mt19937 rng(42);
+    std::size_t appended = 0;
+    while (appended < 1'000'000) {
+      std::string word(1 + rng() % 40, 'a');
+      for (char& c : word)
+        c = static_cast<char>('a' + rng() % 26);
+      const std::size_t start = text.size();
+      text.append_range(word);
+      views.emplace_back(text.data() + start, word.size());
+      expected.push_back(std::move(word));
+      appended += views.back().size();
+    }
+    // Growth crossed many commit steps ...
+    CHECK(text.arena().committed() / text.arena().commit_granule() > 10);
+    // ... and every view taken along the way still reads its word.
+    for (std::size_t i = 0; i < views.size(); ++i)
+      REQUIRE(views[i] == expected[i]);
+    CHECK(views.front().data() == text.data());
+  }
+
+  TEST_CASE("element addresses never change during growth") {
+    DynArray<std::uint64_t> a;
+    std::vector<const std::uint64_t*> addresses;
+    for (std::uint64_t i = 0; i < 300'000; ++i) {
+      a.push_back(i);
+      if (i % 1000 == 0) addresses.push_back(&a.back());
+    }
+    a.reserve(a.size() + 1'000'000);
+    a.resize(a.size() + 10);
+    for (std::size_t k = 0; k < addresses.size(); ++k) {
+      REQUIRE(addresses[k] == a.data() + k * 1000);
+      REQUIRE(*addresses[k] == k * 1000);
+    }
+  }
+
+  TEST_CASE("growth constructs in place: no element is moved or copied, each destroyed once") {
+    Tracked::reset();
+    {
+      DynArray<Tracked> a;
+      for (int i = 0; i < 200'000; ++i)
+        a.emplace_back(i);
+      a.resize(250'000);
+      a.reserve(400'000);
+      CHECK(Tracked::copies == 0);
+      CHECK(Tracked::moves == 0);
+      CHECK(Tracked::value_constructions == 250'000);
+      CHECK(a[123'456].value == 123'456);
+      a.resize(100);
+      CHECK(Tracked::destructions == 250'000 - 100);
+    }
+    CHECK(Tracked::live() == 0);
+  }
+
+  TEST_CASE("a throwing constructor leaves the array exactly as it was") {
+    Tracked::reset();
+    {
+      DynArray<Tracked> a(100'000);
+      fill_to_capacity(a);  // the next emplace_back must commit
+      const std::size_t size = a.size(), capacity = a.capacity();
+      Tracked::throw_countdown = 0;
+      CHECK_THROWS_AS(a.emplace_back(-1), std::runtime_error);
+      CHECK(a.size() == size);
+      CHECK(a.capacity() == capacity);  // the commit was undone
+      Tracked::throw_countdown = 0;
+      CHECK_THROWS_AS(a.emplace_back(-1), std::runtime_error);  // the fast path too (no commit)
+      a.pop_back();
+      Tracked::throw_countdown = 0;
+      CHECK_THROWS_AS(a.emplace_back(-1), std::runtime_error);
+      CHECK(a.size() == size - 1);
+      std::vector<Tracked> ten(10);
+      const long long live = Tracked::live();
+      Tracked::throw_countdown = 5;  // the 6th of 10 throws: the first 5 are destroyed again
+      CHECK_THROWS_AS(a.append_range(ten), std::runtime_error);
+      CHECK(a.size() == size - 1);
+      CHECK(Tracked::live() == live);
+      Tracked::throw_countdown = 3;
+      CHECK_THROWS_AS(a.resize(a.size() + 50'000), std::runtime_error);
+      CHECK(a.size() == size - 1);
+      CHECK(a.capacity() == capacity);
+      for (std::size_t i = 0; i < a.size(); ++i)
+        REQUIRE(a[i].value == static_cast<int>(i));
+    }
+    CHECK(Tracked::live() == 0);
+  }
+
+  TEST_CASE("filled to its real capacity, one more append is refused and nothing is lost") {
+    DynArray<int> a(100'000);
+    CHECK(a.max_size() == 100'000);
+    for (int i = 0; i < 100'000; ++i)
+      a.push_back(i);
+    CHECK_FALSE(a.try_push_back(1));
+    CHECK(a.try_emplace_back(1) == nullptr);
+    CHECK_THROWS_AS(a.push_back(1), std::length_error);
+    CHECK_THROWS_AS(a.reserve(100'001), std::length_error);
+    CHECK_THROWS_AS(a.resize(100'001), std::length_error);
+    CHECK_THROWS_AS(a.append_range(std::vector<int>{1}), std::length_error);
+    CHECK(a.size() == 100'000);
+    for (int i = 0; i < 100'000; ++i)
+      REQUIRE(a[static_cast<std::size_t>(i)] == i);
+    a.pop_back();
+    CHECK(a.try_push_back(7));
+    CHECK(a.back() == 7);
+  }
+
+  TEST_CASE("a refused commit is bad_alloc with the OS reason; the array is unchanged") {
+    DynArray<std::string> a(1'000'000);
+    fill_to_capacity(a);
+    const std::size_t size = a.size(), capacity = a.capacity();
+    {
+      test::FaultGuard fault(pal::Op::commit, 0, 3);
+      try {
+        a.push_back("x");
+        FAIL("should have thrown");
+      } catch (const reservoir::OsAllocationError& e) {
+        CHECK(std::string(e.what()).find("cannot commit") == 0);
+      }
+      CHECK_FALSE(a.try_push_back(std::string("y")));
+      CHECK_THROWS_AS(a.resize(size + 10), std::bad_alloc);
+    }
+    CHECK(a.size() == size);
+    CHECK(a.capacity() == capacity);
+    for (std::size_t i = 0; i < size; ++i)
+      REQUIRE(a[i] == make<std::string>(i));
+    a.push_back("z");  // usable afterwards
+    CHECK(a.back() == "z");
+  }
+
+  TEST_CASE("bad sizes are rejected with a clear exception") {
+    CHECK_THROWS_AS((void)DynArray<int>(0), std::invalid_argument);
+    CHECK_THROWS_AS((void)DynArray<int>(std::numeric_limits<std::size_t>::max()),
+                    std::length_error);
+    if constexpr (sizeof(void*) >= 8) {
+      CHECK_THROWS_AS((void)DynArray<int>(std::size_t{1} << 60), std::length_error);
+    }
+    {
+      test::FaultGuard fault(pal::Op::reserve);
+      CHECK_THROWS_AS((void)DynArray<int>(10), std::bad_alloc);
+    }
+    {
+      test::FaultGuard fault(pal::Op::reserve);
+      DynArray<int> lazy;  // default construction never reserves, so never fails
+      CHECK_FALSE(lazy.try_push_back(1));
+      CHECK(lazy.empty());
+    }
+  }
+
+  TEST_CASE("capacity follows committed memory; shrink_to_fit returns it to the OS") {
+    DynArray<int> a(10'000'000);
+    const std::size_t granule = a.arena().commit_granule();
+    for (int i = 0; i < 1'000'000; ++i)
+      a.push_back(i);
+    CHECK(a.arena().committed() == (a.size() * sizeof(int) + granule - 1) / granule * granule);
+    CHECK(a.capacity() == a.arena().committed() / sizeof(int));
+    const int* data = a.data();
+    a.resize(1000);
+    CHECK(a.arena().committed() > granule);  // resize down keeps memory, like std::vector
+    a.shrink_to_fit();
+    CHECK(a.arena().committed() == granule);
+    CHECK(a.data() == data);
+    CHECK(a[999] == 999);
+    a.reserve(5'000'000);
+    CHECK(a.capacity() >= 5'000'000);
+    CHECK(a.data() == data);
+    a.clear();
+    a.shrink_to_fit();
+    CHECK(a.arena().committed() == 0);
+    CHECK(a.capacity() == 0);
+  }
+
+  TEST_CASE("insert, erase and resize behave like std::vector (random differential run)") {
+    std::mt19937 rng(7);
+    DynArray<std::string> a;
+    std::vector<std::string> v;
+    for (int step = 0; step < 5000; ++step) {
+      const std::string s = std::to_string(rng());
+      const auto pos = v.empty() ? 0 : rng() % (v.size() + 1);
+      switch (rng() % 9) {
+        case 0:
+          a.push_back(s);
+          v.push_back(s);
+          break;
+        case 1:
+          a.insert(a.begin() + pos, s);
+          v.insert(v.begin() + pos, s);
+          break;
+        case 2:
+          if (!v.empty() && pos < v.size()) {
+            a.erase(a.begin() + pos);
+            v.erase(v.begin() + pos);
+          }
+          break;
+        case 3: {
+          const auto n = rng() % 5;
+          a.insert(a.begin() + pos, n, s);
+          v.insert(v.begin() + pos, n, s);
+          break;
+        }
+        case 4: {
+          const auto last = pos + (v.size() - pos) / 3;
+          CHECK(a.erase(a.begin() + pos, a.begin() + last) == a.begin() + pos);
+          v.erase(v.begin() + pos, v.begin() + last);
+          break;
+        }
+        case 5: {
+          const std::vector<std::string> r{s, s + "!", s + "?"};
+          a.insert(a.begin() + pos, r.begin(), r.end());
+          v.insert(v.begin() + pos, r.begin(), r.end());
+          break;
+        }
+        case 6: {
+          const auto n = rng() % (v.size() + 20);
+          a.resize(n, s);
+          v.resize(n, s);
+          break;
+        }
+        case 7:
+          a.emplace(a.begin() + pos, 3, 'q');
+          v.emplace(v.begin() + pos, 3, 'q');
+          break;
+        case 8:
+          if (!v.empty()) {
+            a.pop_back();
+            v.pop_back();
+          }
+          break;
+      }
+      check_equal(a, v);
+    }
+    CHECK_THROWS_AS(a.erase(a.end()), std::out_of_range);
+    CHECK_THROWS_AS(a.insert(a.end() + 1, "x"), std::out_of_range);
+  }
+
+  TEST_CASE("resize value-initialises, even over memory that held old elements") {
+    DynArray<int> a;
+    for (int i = 0; i < 1000; ++i)
+      a.push_back(i + 1);
+    a.resize(10);
+    a.resize(1000);
+    for (std::size_t i = 10; i < 1000; ++i)
+      REQUIRE(a[i] == 0);
+    a.resize(2000, 7);
+    CHECK(a[1999] == 7);
+  }
+
+  TEST_CASE("unique_ptr and string elements are constructed and destroyed exactly once") {
+    DynArray<std::unique_ptr<int>> p;
+    for (int i = 0; i < 100'000; ++i)
+      p.push_back(std::make_unique<int>(i));
+    CHECK(*p[99'999] == 99'999);
+    p.erase(p.begin(), p.begin() + 10);
+    CHECK(*p.front() == 10);
+    DynArray<std::string> s;
+    for (int i = 0; i < 100'000; ++i)
+      s.emplace_back(100, 'x');  // heap-allocated strings
+    CHECK(s[5].size() == 100);
+    // ASan/LeakSanitizer and valgrind check that nothing leaks here.
+  }
+
+  TEST_CASE("move transfers the reservation; the moved-from array is empty and reusable") {
+    DynArray<int> a;
+    for (int i = 0; i < 1000; ++i)
+      a.push_back(i);
+    const int* data = a.data();
+    DynArray<int> b(std::move(a));
+    CHECK(b.data() == data);
+    CHECK(b.size() == 1000);
+    CHECK(a.empty());
+    CHECK(a.data() == nullptr);
+    CHECK(a.capacity() == 0);
+    a.push_back(5);  // reserves afresh
+    CHECK(a[0] == 5);
+    a = std::move(b);
+    CHECK(a.data() == data);
+    CHECK(a.size() == 1000);
+    DynArray<int> c = a.clone();
+    CHECK(c == a);
+    CHECK(c.data() != a.data());
+    CHECK(c.max_size() == a.max_size());
+    c.push_back(1);
+    CHECK(c != a);
+    CHECK((a < c));
+    swap(a, c);
+    CHECK(a.size() == 1001);
+    CHECK(c.data() == data);
+  }
+
+  TEST_CASE("committed memory is exactly round_up(bytes, granule) as it grows") {
+    reservoir::ArenaOptions opt;
+    opt.commit_granule = pal::page_size();
+    DynArray<double> a(1'000'000, opt);
+    for (int i = 0; i < 100'000; ++i) {
+      a.push_back(i);
+      const std::size_t bytes = a.size() * sizeof(double);
+      REQUIRE(a.arena().committed() ==
+              (bytes + pal::page_size() - 1) / pal::page_size() * pal::page_size());
+    }
+  }
+}

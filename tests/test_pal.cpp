@@ -1,0 +1,194 @@
+// Tests of <reservoir/pal.hpp>: the OS layer, its errors, its statistics, its failure seam.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstring>
+
+#include <reservoir/pal.hpp>
+
+#include "support.hpp"
+
+namespace pal = reservoir::pal;
+
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+// Reserves, and releases at scope exit.
+struct Reservation {
+  explicit Reservation(std::size_t n) : size(n) {
+    REQUIRE_FALSE(pal::reserve(size, &base));
+    REQUIRE(base != nullptr);
+  }
+  ~Reservation() { CHECK_FALSE(pal::release(base, size)); }
+  unsigned char* bytes() const { return static_cast<unsigned char*>(base); }
+  void* base = nullptr;
+  std::size_t size;
+};
+
+// Writes one byte per page so the OS must back every page with RAM.
+void touch(unsigned char* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += pal::page_size())
+    p[i] = 1;
+}
+
+}  // namespace
+
+TEST_SUITE("pal") {
+  TEST_CASE("page size and allocation granularity come from the OS") {
+    const std::size_t page = pal::page_size();
+    CHECK(page >= 4096);
+    CHECK((page & (page - 1)) == 0);
+    CHECK(pal::allocation_granularity() >= page);
+    CHECK(pal::allocation_granularity() % page == 0);
+#if defined(_WIN32)
+    CHECK(pal::allocation_granularity() == 65536);
+#endif
+  }
+
+  TEST_CASE("reserve, commit, write, decommit, commit again reads zeros") {
+    const std::size_t page = pal::page_size();
+    Reservation r(pal::allocation_granularity() * 4);
+    CHECK(reinterpret_cast<std::uintptr_t>(r.base) % pal::allocation_granularity() == 0);
+    REQUIRE_FALSE(pal::commit(r.base, 2 * page));
+    std::memset(r.base, 0xAB, 2 * page);
+    CHECK(r.bytes()[2 * page - 1] == 0xAB);
+    // Committing again keeps contents.
+    REQUIRE_FALSE(pal::commit(r.base, 2 * page));
+    CHECK(r.bytes()[0] == 0xAB);
+    REQUIRE_FALSE(pal::decommit(r.bytes() + page, page));
+    REQUIRE_FALSE(pal::commit(r.bytes() + page, page));
+    CHECK(r.bytes()[0] == 0xAB);  // the first page was not decommitted
+    for (std::size_t i = page; i < 2 * page; ++i)
+      REQUIRE(r.bytes()[i] == 0);
+  }
+
+  TEST_CASE("an impossible reservation is refused with the OS's error") {
+    void* p = nullptr;
+    // More than any 64-bit address space (or any 32-bit one).
+    const std::size_t huge = sizeof(void*) >= 8 ? (std::size_t{1} << 62) : (std::size_t{3} << 30);
+    std::error_code ec = pal::reserve(huge, &p);
+    REQUIRE(ec);
+    CHECK(p == nullptr);
+    CHECK_FALSE(pal::describe(ec).empty());
+  }
+
+  TEST_CASE("error descriptions name the error") {
+    std::error_code oom = pal::testing::out_of_memory_error();
+    CHECK(oom.category() == pal::os_category());
+    CHECK(oom == std::errc::not_enough_memory);
+    const std::string text = pal::describe(oom);
+#if defined(_WIN32)
+    CHECK(text.find("ERROR_NOT_ENOUGH_MEMORY") != std::string::npos);
+#else
+    CHECK(text == "Cannot allocate memory (ENOMEM)");
+#endif
+    CHECK(text.find('\n') == std::string::npos);
+  }
+
+  TEST_CASE("the failure seam fails the chosen call, counts calls, then disarms") {
+    Reservation r(pal::allocation_granularity());
+    const std::uint64_t before = pal::testing::calls(pal::Op::commit);
+    {
+      test::FaultGuard fault(pal::Op::commit, /*skip=*/1, /*count=*/2);
+      CHECK_FALSE(pal::commit(r.base, pal::page_size()));  // skipped
+      CHECK(pal::commit(r.base, pal::page_size()) == pal::testing::out_of_memory_error());
+      CHECK(pal::commit(r.base, pal::page_size()) == pal::testing::out_of_memory_error());
+      CHECK_FALSE(pal::commit(r.base, pal::page_size()));  // count exhausted
+    }
+    CHECK(pal::testing::calls(pal::Op::commit) == before + 4);
+    {
+      test::FaultGuard fault(pal::Op::reserve);
+      void* p = nullptr;
+      CHECK(pal::reserve(pal::allocation_granularity(), &p) == pal::testing::out_of_memory_error());
+      CHECK(p == nullptr);
+    }
+    {
+      test::FaultGuard fault(pal::Op::decommit);
+      CHECK(pal::decommit(r.base, pal::page_size()));
+    }
+    CHECK_FALSE(pal::decommit(r.base, pal::page_size()));
+  }
+
+  TEST_CASE("peak and current RSS rise by roughly the bytes touched, and fall on decommit") {
+    const std::size_t n = 64 * kMiB;
+    Reservation r(n);
+    REQUIRE_FALSE(pal::commit(r.base, n));
+    const std::size_t peak_before = pal::peak_rss();
+    const std::size_t rss_before = pal::current_rss();
+    REQUIRE(rss_before > 0);
+    touch(r.bytes(), n);
+    const std::size_t rss_touched = pal::current_rss();
+    CHECK(rss_touched >= rss_before + n - 4 * kMiB);
+    CHECK(rss_touched <= rss_before + n + 16 * kMiB);
+    // The peak covers at least what is resident now.
+    CHECK(pal::peak_rss() >= rss_touched);
+    CHECK(pal::peak_rss() >= peak_before);
+    REQUIRE_FALSE(pal::decommit(r.base, n));
+    CHECK(pal::current_rss() <= rss_touched - n + 4 * kMiB);
+  }
+
+  TEST_CASE("CPU time and minor faults advance") {
+    const double cpu0 = pal::cpu_seconds();
+    const std::uint64_t faults0 = pal::minor_faults();
+    Reservation r(16 * kMiB);
+    REQUIRE_FALSE(pal::commit(r.base, 16 * kMiB));
+    touch(r.bytes(), 16 * kMiB);
+    volatile std::uint64_t sink = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    while (std::chrono::steady_clock::now() < until)
+      sink = sink + 1;
+    CHECK(pal::cpu_seconds() > cpu0);
+    // 16 MiB of fresh pages: thousands of faults (fewer with huge pages, never zero).
+#if defined(_WIN32)
+    if (faults0 == 0 && pal::minor_faults() == 0) {
+      MESSAGE("this Windows (Wine) reports no page faults: PageFaultCount stays 0");
+      return;
+    }
+#endif
+    CHECK(pal::minor_faults() > faults0);
+  }
+
+  TEST_CASE("available memory is known") {
+    CHECK(pal::available_memory() > 0);
+  }
+
+  TEST_CASE("prefault backs committed pages or says it cannot") {
+    Reservation r(4 * kMiB);
+    REQUIRE_FALSE(pal::commit(r.base, 4 * kMiB));
+    std::error_code ec = pal::prefault(r.base, 4 * kMiB);
+    CHECK((!ec || ec == std::errc::not_supported));
+    CHECK(r.bytes()[4 * kMiB - 1] == 0);
+  }
+}
+
+RESERVOIR_CHILD("pal.echo") {
+  std::fputs("hello from the child", stdout);
+  return 7;
+}
+
+RESERVOIR_CHILD("pal.use_after_decommit") {
+  test::expect_fault_here();
+  void* p = nullptr;
+  if (pal::reserve(pal::allocation_granularity(), &p)) return 2;
+  if (pal::commit(p, pal::page_size())) return 3;
+  static_cast<volatile char*>(p)[0] = 1;
+  if (pal::decommit(p, pal::page_size())) return 4;
+  static_cast<volatile char*>(p)[0] = 2;  // must fault
+  return 0;
+}
+
+TEST_SUITE("pal") {
+  TEST_CASE("run_process runs a child, captures stdout and the exit code") {
+    CHECK_FALSE(pal::self_executable_path().empty());
+    pal::ProcessResult r = test::run_child("pal.echo");
+    CHECK(r.exited);
+    CHECK(r.exit_code == 7);
+    CHECK(r.output == "hello from the child");
+  }
+
+  TEST_CASE("a decommitted page faults instead of reading stale data") {
+    pal::ProcessResult r = test::run_child("pal.use_after_decommit");
+    CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
+  }
+}
