@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -283,6 +284,16 @@ std::size_t available_memory() noexcept {
 #else
   return 0;
 #endif
+}
+
+std::string os_description() {
+  struct utsname u {};
+  if (::uname(&u) != 0) return "unknown POSIX";
+  return std::string(u.sysname) + " " + u.release + " " + u.machine;
+}
+
+bool stderr_is_terminal() noexcept {
+  return ::isatty(STDERR_FILENO) == 1;
 }
 
 // ---- processes ---------------------------------------------------------------------------------

@@ -96,6 +96,12 @@ std::uint64_t minor_faults() noexcept;
 // MemAvailable, Windows ullAvailPhys, BSD free+inactive pages). 0 if unknown.
 std::size_t available_memory() noexcept;
 
+// "Linux 6.1.0-13-amd64 x86_64", "Windows 10.0.19045 (Wine 8.0)", "Darwin 23.1.0 arm64".
+std::string os_description();
+
+// True if standard error is an interactive terminal (the bench shows progress only then).
+bool stderr_is_terminal() noexcept;
+
 // ---- processes (bench and tests re-execute themselves to measure or to fault in isolation) -----
 
 struct ProcessResult {

@@ -1,0 +1,104 @@
+// Parsing of the bench's size arguments: element counts ("1e6", "1M", "250000") and byte sizes
+// ("64K", "2M", "4096").
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace reservoir::bench {
+
+namespace detail {
+inline std::uint64_t parse_scaled(std::string_view text, bool binary, const char* what) {
+  const std::string s(text);
+  auto fail = [&]() -> std::uint64_t {
+    throw std::invalid_argument(
+        std::string("invalid ") + what + " '" + s +
+        (binary ? "': use e.g. 4096, 64K, 2M, 1G" : "': use e.g. 1000, 1e6, 2.5e6, 1K, 1M, 1G"));
+  };
+  if (s.empty()) return fail();
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return fail();
+  }
+  double scale = 1;
+  std::string_view rest = std::string_view(s).substr(used);
+  if (!rest.empty()) {
+    const double unit = binary ? 1024.0 : 1000.0;
+    switch (rest[0]) {
+      case 'k':
+      case 'K':
+        scale = unit;
+        break;
+      case 'm':
+      case 'M':
+        scale = unit * unit;
+        break;
+      case 'g':
+      case 'G':
+        scale = unit * unit * unit;
+        break;
+      case 't':
+      case 'T':
+        scale = unit * unit * unit * unit;
+        break;
+      default:
+        return fail();
+    }
+    rest.remove_prefix(1);
+    if (binary && (rest == "iB" || rest == "B" || rest == "i")) rest = {};
+    if (!rest.empty()) return fail();
+  }
+  const double result = value * scale;
+  if (!std::isfinite(result) || result < 1 || result >= 1.8e19 || result != std::floor(result)) {
+    return fail();
+  }
+  return static_cast<std::uint64_t>(result);
+}
+}  // namespace detail
+
+// "1e6", "2.5e6", "1M" (= 10^6), "1000": a positive whole element count.
+inline std::uint64_t parse_count(std::string_view text) {
+  return detail::parse_scaled(text, false, "size");
+}
+
+// "64K" (= 65536), "2M", "4096": a positive whole byte count.
+inline std::uint64_t parse_bytes(std::string_view text) {
+  return detail::parse_scaled(text, true, "byte size");
+}
+
+// "1e3,1e6,1M" -> {1000, 1000000, 1000000}
+inline std::vector<std::uint64_t> parse_count_list(std::string_view text) {
+  std::vector<std::uint64_t> out;
+  while (true) {
+    const auto comma = text.find(',');
+    out.push_back(parse_count(text.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// 1000 -> "1e3", 2500000 -> "2.5e6", 1234 -> "1234".
+inline std::string format_count(std::uint64_t n) {
+  if (n < 1000) return std::to_string(n);
+  int exp = 0;
+  std::uint64_t m = n;
+  while (m % 10 == 0) {
+    m /= 10;
+    ++exp;
+  }
+  if (m < 10) return std::to_string(m) + "e" + std::to_string(exp);
+  if (m < 100 && exp > 0)
+    return std::to_string(m / 10) + "." + std::to_string(m % 10) + "e" + std::to_string(exp + 1);
+  return std::to_string(n);
+}
+
+}  // namespace reservoir::bench

@@ -1,0 +1,179 @@
+// The contenders and element types the bench compares, and the one loop that builds them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <reservoir/reservoir.hpp>
+
+#include "clock.hpp"
+#include "histogram.hpp"
+
+namespace reservoir::bench {
+
+enum class Container { dynarray, vector, vector_reserve, deque };
+enum class Type { int_, unique_ptr, string };
+
+inline constexpr Container kAllContainers[] = {Container::dynarray, Container::vector,
+                                               Container::vector_reserve, Container::deque};
+inline constexpr Type kAllTypes[] = {Type::int_, Type::unique_ptr, Type::string};
+
+inline const char* name(Container c) {
+  switch (c) {
+    case Container::dynarray:
+      return "dynarray";
+    case Container::vector:
+      return "vector";
+    case Container::vector_reserve:
+      return "vector_reserve";
+    case Container::deque:
+      return "deque";
+  }
+  return "?";
+}
+inline const char* name(Type t) {
+  switch (t) {
+    case Type::int_:
+      return "int";
+    case Type::unique_ptr:
+      return "unique_ptr";
+    case Type::string:
+      return "string";
+  }
+  return "?";
+}
+template <class E, std::size_t N>
+std::optional<E> parse_enum(std::string_view text, const E (&all)[N]) {
+  for (E e : all) {
+    if (text == name(e)) return e;
+  }
+  return std::nullopt;
+}
+
+inline std::size_t element_size(Type t) {
+  switch (t) {
+    case Type::int_:
+      return sizeof(int);
+    case Type::unique_ptr:
+      return sizeof(std::unique_ptr<int>);
+    case Type::string:
+      return sizeof(std::string);
+  }
+  return 0;
+}
+// Heap bytes each element owns outside the container (a malloc chunk per unique_ptr<int>).
+inline std::size_t owned_heap_per_element(Type t) {
+  return t == Type::unique_ptr ? 32 : 0;
+}
+
+// Element values: int i; a fresh unique_ptr<int>; a 15-character string that fits the
+// small-string buffer (so moving it copies bytes: not trivially relocatable).
+template <class T>
+inline T make_element(std::uint64_t i) {
+  if constexpr (std::is_same_v<T, int>) {
+    return static_cast<int>(i);
+  } else if constexpr (std::is_same_v<T, std::unique_ptr<int>>) {
+    return std::make_unique<int>(static_cast<int>(i));
+  } else {
+    return std::string(15, static_cast<char>('a' + i % 26));
+  }
+}
+
+// Keeps the optimizer from deleting the work.
+inline volatile std::uint64_t g_sink = 0;
+template <class Cont>
+void consume(const Cont& c) {
+  g_sink = g_sink + c.size();
+}
+
+// No per-append timing (throughput, memory).
+struct NoLatency {
+  static constexpr bool kTimesEachAppend = false;
+  void record(std::uint64_t) noexcept {}
+};
+// Times every append with the tick clock into a histogram of nanoseconds.
+struct AppendLatency {
+  static constexpr bool kTimesEachAppend = true;
+  double ns_per_tick = 1.0;
+  LogLinearHistogram histogram;
+  void record(std::uint64_t ticks) noexcept {
+    histogram.record(static_cast<std::uint64_t>(static_cast<double>(ticks) * ns_per_tick + 0.5));
+  }
+};
+
+// Builds one container of n elements (construction included), records per-append latency if
+// asked, and returns the build's wall time in seconds. Destruction happens after the clock stops.
+template <class T, class Cont, class Make, class Rec>
+double timed_build(std::uint64_t n, Make make_container, Rec& rec) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  Cont cont = make_container();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if constexpr (Rec::kTimesEachAppend) {
+      T value = make_element<T>(i);  // made outside the timed region: we time the append
+      const std::uint64_t a = TickClock::now();
+      cont.push_back(std::move(value));
+      const std::uint64_t b = TickClock::now();
+      rec.record(b - a);
+    } else {
+      cont.push_back(make_element<T>(i));
+    }
+  }
+  const auto t1 = clock::now();
+  consume(cont);
+  return std::chrono::duration<double>(t1 - t0).count();
+}
+
+// reserve_bytes: the DynArray's reservation (0: the library's default, kDefaultReserveBytes).
+template <class T, class Rec>
+double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uint64_t reserve_bytes,
+             Rec& rec) {
+  switch (c) {
+    case Container::dynarray: {
+      const std::size_t max_size = reserve_bytes
+                                       ? static_cast<std::size_t>(reserve_bytes / sizeof(T))
+                                       : DynArray<T>::kDefaultMaxSize;
+      return timed_build<T, DynArray<T>>(
+          n, [&] { return DynArray<T>(max_size, options); }, rec);
+    }
+    case Container::vector:
+      return timed_build<T, std::vector<T>>(
+          n, [] { return std::vector<T>(); }, rec);
+    case Container::vector_reserve:
+      return timed_build<T, std::vector<T>>(
+          n,
+          [n] {
+            std::vector<T> v;
+            v.reserve(n);
+            return v;
+          },
+          rec);
+    case Container::deque:
+      return timed_build<T, std::deque<T>>(
+          n, [] { return std::deque<T>(); }, rec);
+  }
+  throw std::logic_error("unknown container");
+}
+
+// Calls f.template operator()<T>() with the C++ type for t.
+template <class F>
+decltype(auto) with_type(Type t, F&& f) {
+  switch (t) {
+    case Type::int_:
+      return f.template operator()<int>();
+    case Type::unique_ptr:
+      return f.template operator()<std::unique_ptr<int>>();
+    case Type::string:
+      return f.template operator()<std::string>();
+  }
+  throw std::logic_error("unknown type");
+}
+
+}  // namespace reservoir::bench

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Turns reservoir-bench --json output into PNG figures.
+
+    scripts/plot_bench.py RESULTS.json [OUT_DIR]     (default OUT_DIR: docs)
+
+Writes OUT_DIR/throughput.png (elements per second vs size), OUT_DIR/memory.png (peak memory vs
+size) and OUT_DIR/latency.png (the append-latency percentile curve of each container at the
+largest measured size). Needs python3-matplotlib (scripts/install-deps.sh plot).
+"""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLORS = {"dynarray": "#1b9e77", "vector": "#d95f02", "vector_reserve": "#7570b3", "deque": "#e7298a"}
+
+
+def load(path):
+    with open(path) as f:
+        doc = json.load(f)
+    ok = [r for r in doc["results"] if r["status"] == "ok"]
+    return doc["context"], ok
+
+
+def subtitle(ctx):
+    return f'{ctx["os"]} | {ctx["cpu"]} | {ctx["compiler"]} {ctx["build_type"]} | granule {int(ctx["commit_granule"]) // 1024} KiB'
+
+
+def by(results, table):
+    cells = {}
+    for r in results:
+        if r["table"] == table:
+            cells.setdefault(r["type"], {}).setdefault(r["container"], []).append(r)
+    for t in cells.values():
+        for rows in t.values():
+            rows.sort(key=lambda r: r["size"])
+    return cells
+
+
+def per_type_figure(cells, ylabel, value, title, ctx, path, logy=True):
+    types = sorted(cells)
+    if not types:
+        return
+    fig, axes = plt.subplots(1, len(types), figsize=(5 * len(types), 4), squeeze=False)
+    for ax, t in zip(axes[0], types):
+        for c, rows in sorted(cells[t].items()):
+            ax.plot([r["size"] for r in rows], [value(r) for r in rows], marker="o", label=c,
+                    color=COLORS.get(c))
+        ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_title(t)
+        ax.set_xlabel("elements")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{title}\n{subtitle(ctx)}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def latency_figure(results, ctx, path):
+    cells = by(results, "latency")
+    types = sorted(cells)
+    if not types:
+        return
+    keys = ["p50", "p90", "p99", "p99_9", "p99_99", "max"]
+    fig, axes = plt.subplots(1, len(types), figsize=(5 * len(types), 4), squeeze=False)
+    for ax, t in zip(axes[0], types):
+        size = max(r["size"] for rows in cells[t].values() for r in rows)
+        for c, rows in sorted(cells[t].items()):
+            row = [r for r in rows if r["size"] == size]
+            if row:
+                ax.plot(keys, [max(row[0]["latency_ns"][k], 1) for k in keys], marker="o", label=c,
+                        color=COLORS.get(c))
+        ax.set_yscale("log")
+        ax.set_title(f"{t}, {size:.0e} appends")
+        ax.set_ylabel("append latency (ns)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Append latency percentiles\n{subtitle(ctx)}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    ctx, results = load(sys.argv[1])
+    out = sys.argv[2] if len(sys.argv) > 2 else "docs"
+    os.makedirs(out, exist_ok=True)
+    per_type_figure(by(results, "throughput"), "elements per second (median)",
+                    lambda r: r["elements_per_second"], "Throughput: build an array of N elements",
+                    ctx, os.path.join(out, "throughput.png"))
+    per_type_figure(by(results, "memory"), "peak RSS above idle (bytes)",
+                    lambda r: max(r["peak_bytes"], 1), "Peak memory while building", ctx,
+                    os.path.join(out, "memory.png"))
+    latency_figure(results, ctx, os.path.join(out, "latency.png"))
+    print(f"wrote {out}/throughput.png, {out}/memory.png, {out}/latency.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+// Tests of the bench's measuring parts (histogram, size parsing) and a smoke run of the real
+// reservoir-bench whose JSON is checked for shape and sanity. No test asserts a speed.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include <reservoir/pal.hpp>
+
+#include "clock.hpp"
+#include "histogram.hpp"
+#include "json_mini.hpp"
+#include "parse.hpp"
+#include "support.hpp"
+
+using reservoir::bench::LogLinearHistogram;
+namespace rb = reservoir::bench;
+namespace pal = reservoir::pal;
+
+TEST_SUITE("bench") {
+  TEST_CASE("histogram buckets tile the value range with bounded relative width") {
+    CHECK(LogLinearHistogram::bucket_of(0) == 0);
+    CHECK(LogLinearHistogram::bucket_of(127) == 127);
+    CHECK(LogLinearHistogram::bucket_of(128) == 128);
+    std::size_t prev = 0;
+    for (std::uint64_t v : {1ull, 100ull, 128ull, 129ull, 255ull, 256ull, 1000ull, 123456ull,
+                            1ull << 40, (1ull << 63) + 12345, ~0ull}) {
+      const std::size_t b = LogLinearHistogram::bucket_of(v);
+      CAPTURE(v);
+      REQUIRE(b < LogLinearHistogram::kBuckets);
+      CHECK(LogLinearHistogram::bucket_low(b) <= v);
+      CHECK(v <= LogLinearHistogram::bucket_high(b));
+      const double width =
+          double(LogLinearHistogram::bucket_high(b) - LogLinearHistogram::bucket_low(b));
+      CHECK(width <= double(LogLinearHistogram::bucket_low(b)) / 128.0);
+      CHECK(b >= prev);
+      prev = b;
+    }
+    // Consecutive buckets are adjacent: no gaps, no overlaps.
+    for (std::size_t b = 1; b < 2000; ++b) {
+      REQUIRE(LogLinearHistogram::bucket_low(b) == LogLinearHistogram::bucket_high(b - 1) + 1);
+    }
+    CHECK(LogLinearHistogram::bucket_high(LogLinearHistogram::kBuckets - 1) == ~0ull);
+  }
+
+  TEST_CASE("histogram percentiles are within 1% of the exact ones") {
+    std::mt19937_64 rng(1);
+    std::lognormal_distribution<double> dist(4.0, 2.0);  // ns to ms, a long tail
+    std::vector<std::uint64_t> values;
+    LogLinearHistogram h;
+    for (int i = 0; i < 200'000; ++i) {
+      const auto v = static_cast<std::uint64_t>(dist(rng)) + 1;
+      values.push_back(v);
+      h.record(v);
+    }
+    std::sort(values.begin(), values.end());
+    CHECK(h.count() == values.size());
+    CHECK(h.min() == values.front());
+    CHECK(h.max() == values.back());
+    for (double p : {1.0, 50.0, 90.0, 99.0, 99.9, 99.99}) {
+      const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * double(values.size())));
+      const double exact = double(values[rank - 1]);
+      CAPTURE(p);
+      CHECK(std::abs(double(h.percentile(p)) - exact) <= exact * 0.01 + 0.5);
+    }
+    CHECK(h.percentile(0) == h.min());
+    CHECK(h.percentile(100) == h.max());
+    std::uint64_t decade_total = 0;
+    for (auto d : h.decades())
+      decade_total += d;
+    CHECK(decade_total == h.count());
+    const auto le_1us =
+        std::count_if(values.begin(), values.end(), [](auto v) { return v <= 1000; });
+    CHECK(h.decades()[0] == static_cast<std::uint64_t>(le_1us));
+  }
+
+  TEST_CASE("an empty histogram reports zeros; merge adds") {
+    LogLinearHistogram a, b;
+    CHECK(a.percentile(50) == 0);
+    CHECK(a.min() == 0);
+    a.record(10);
+    b.record(1'000'000);
+    a.merge(b);
+    CHECK(a.count() == 2);
+    CHECK(a.max() == 1'000'000);
+    CHECK(a.decades()[3] == 1);
+  }
+
+  TEST_CASE("size arguments: counts in decimal units, bytes in binary units") {
+    CHECK(rb::parse_count("1e3") == 1000);
+    CHECK(rb::parse_count("2.5e6") == 2'500'000);
+    CHECK(rb::parse_count("1K") == 1000);
+    CHECK(rb::parse_count("1M") == 1'000'000);
+    CHECK(rb::parse_count("1G") == 1'000'000'000);
+    CHECK(rb::parse_count("250000") == 250'000);
+    CHECK(rb::parse_count_list("1e3,1e6,1M") ==
+          std::vector<std::uint64_t>{1000, 1'000'000, 1'000'000});
+    CHECK(rb::parse_bytes("64K") == 65536);
+    CHECK(rb::parse_bytes("2MiB") == 2 * 1024 * 1024);
+    CHECK(rb::parse_bytes("4096") == 4096);
+    for (const char* bad : {"", "0", "-5", "1.5", "abc", "1X", "1e3x", "1e30", "nan", "1,"}) {
+      CAPTURE(bad);
+      CHECK_THROWS_AS(rb::parse_count_list(bad), std::invalid_argument);
+    }
+    CHECK(rb::format_count(1000) == "1e3");
+    CHECK(rb::format_count(2'500'000) == "2.5e6");
+    CHECK(rb::format_count(1234) == "1234");
+    CHECK(rb::format_count(7) == "7");
+  }
+
+  TEST_CASE("the tick clock is calibrated and monotonic") {
+    const double ns = rb::TickClock::calibrate(20);
+    CHECK(ns > 0.01);
+    CHECK(ns < 1000);
+    const auto a = rb::TickClock::now();
+    const auto b = rb::TickClock::now();
+    CHECK(b >= a);
+  }
+}
+
+namespace {
+std::string bench_path() {
+  std::string self = pal::self_executable_path();
+  const auto slash = self.find_last_of("/\\");
+  REQUIRE(slash != std::string::npos);
+  const std::string dir = self.substr(0, slash);
+  const auto up = dir.find_last_of("/\\");
+  const char sep = self[slash];
+#if defined(_WIN32)
+  const char* exe = "reservoir-bench.exe";
+#else
+  const char* exe = "reservoir-bench";
+#endif
+  return dir.substr(0, up) + sep + "bench" + sep + exe;
+}
+}  // namespace
+
+TEST_SUITE("bench_smoke") {
+  TEST_CASE("reservoir-bench runs every requested cell and writes sane JSON") {
+    const std::string json_file = "bench_smoke.json";
+    pal::ProcessResult r;
+    REQUIRE_FALSE(
+        pal::run_process(bench_path(),
+                         // A 1 GiB reservation: Wine keeps one byte per reserved page,
+                         // so the default 64 GiB costs 16 MiB of RSS there (not on
+                         // Windows itself); the band below is about the data.
+                         {"--sizes", "1e3,1e6", "--reps", "2", "--reserve", "1G", "--json",
+                          json_file, "--markdown", "bench_smoke.md", "--csv", "bench_smoke.csv"},
+                         &r));
+    INFO(r.output);
+    REQUIRE(r.exited);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("1. Peak memory") != std::string::npos);
+    CHECK(r.output.find("2. Throughput") != std::string::npos);
+    CHECK(r.output.find("3. Append latency") != std::string::npos);
+    std::ifstream in(json_file);
+    REQUIRE(in.good());
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto doc = test::json::parse(text.str());
+    for (const char* key : {"os", "cpu", "page_size", "allocation_granularity", "compiler",
+                            "build_type", "commit_granule", "clock_overhead_ns"}) {
+      CAPTURE(key);
+      CHECK(doc["context"].has(key));
+    }
+    std::set<std::tuple<std::string, std::string, std::string, double>> cells;
+    for (const auto& res : doc["results"].arr) {
+      const std::string table = res["table"].str;
+      CAPTURE(table);
+      CAPTURE(res["container"].str);
+      CAPTURE(res["type"].str);
+      CAPTURE(res["size"].num);
+      REQUIRE(res["status"].str == "ok");
+      cells.emplace(table, res["container"].str, res["type"].str, res["size"].num);
+      if (table == "memory") {
+        CHECK(res["data_bytes"].num == res["size"].num * (res["type"].str == "int"      ? 4
+                                                          : res["type"].str == "string" ? 32
+                                                                                        : 8));
+        if (res["type"].str == "int" && res["size"].num == 1e6) {
+          // 4 MB of ints: every contender's peak is within a sane band of it.
+          CHECK(res["peak_bytes"].num > 3.0e6);
+          CHECK(res["peak_bytes"].num < 12.0e6);
+        }
+      } else if (table == "throughput") {
+        CHECK(res["seconds"].num > 0);
+        CHECK(res["seconds_min"].num <= res["seconds"].num);
+        CHECK(res["seconds"].num <= res["seconds_max"].num);
+        CHECK(res["elements_per_second"].num > 0);
+        CHECK(res["samples"].arr.size() == 2);
+      } else {
+        REQUIRE(table == "latency");
+        const auto& l = res["latency_ns"];
+        double prev = 0;
+        for (const char* k : {"min", "p50", "p90", "p99", "p99_9", "p99_99", "max"}) {
+          CAPTURE(k);
+          CHECK(l[k].num >= prev);
+          prev = l[k].num;
+        }
+        double total = 0;
+        for (const auto& [k, v] : res["decades"].obj)
+          total += v.num;
+        CHECK(total == res["appends"].num);
+        CHECK(res["appends"].num >= res["size"].num);
+      }
+    }
+    CHECK(cells.size() == 3 * 4 * 3 * 2);  // tables x containers x types x sizes
+  }
+
+  TEST_CASE("reservoir-bench rejects bad arguments with a clear message") {
+    for (std::vector<std::string> args : {std::vector<std::string>{"--sizes", "lots"},
+                                          {"--containers", "list"},
+                                          {"--only", "speed"},
+                                          {"--granule", "1000"}}) {
+      pal::ProcessResult r;
+      REQUIRE_FALSE(pal::run_process(bench_path(), args, &r));
+      CHECK(r.exited);
+      CHECK(r.exit_code != 0);
+    }
+  }
+}
