@@ -174,7 +174,7 @@ std::map<std::string, std::string> run_cell(const Config& cfg, const std::string
                                          std::to_string(batch),
                                          fmt::format("{:.12g}", cfg.ns_per_tick),
                                          std::to_string(cfg.reserve_bytes)};
-  if (std::error_code ec = pal::run_process(pal::self_executable_path(), args, &r)) {
+  if (std::error_code ec = pal::run_process(pal::self_reexec_path(), args, &r)) {
     *status = "cannot start child: " + pal::describe(ec);
     return {};
   }
@@ -201,7 +201,12 @@ std::map<std::string, std::string> run_cell(const Config& cfg, const std::string
 std::uint64_t estimate_peak(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule) {
   const double data = static_cast<double>(n) * static_cast<double>(rb::element_size(t));
   double factor = 1.0;
-  if (c == rb::Container::vector) factor = 3.0;
+  // A growing vector holds old and new buffers while it copies; pmr resources that never free
+  // (monotonic, or an arena where the old buffer is not the last block) keep them all: ~2x.
+  if (c == rb::Container::vector || c == rb::Container::pmr_arena ||
+      c == rb::Container::pmr_monotonic) {
+    factor = 3.0;
+  }
   if (c == rb::Container::deque) factor = 1.1;
   return static_cast<std::uint64_t>(data * factor +
                                     static_cast<double>(n * rb::owned_heap_per_element(t))) +
@@ -761,7 +766,8 @@ int main(int argc, char** argv) {
               types = "int,unique_ptr,string", granule = "64K", reserve, only;
   app.add_option("--sizes", sizes, "Element counts, e.g. 1e3,1e6,1e9 or 1K,1M,1G")
       ->capture_default_str();
-  app.add_option("--containers", containers, "Contenders: dynarray,vector,vector_reserve,deque")
+  app.add_option("--containers", containers,
+                 "Contenders: dynarray,vector,vector_reserve,deque (also: pmr_arena,pmr_monotonic)")
       ->capture_default_str();
   app.add_option("--types", types, "Element types: int,unique_ptr,string")->capture_default_str();
   app.add_option("--reps", cfg.reps, "Throughput repetitions per cell (median reported)")

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -18,11 +19,14 @@
 
 namespace reservoir::bench {
 
-enum class Container { dynarray, vector, vector_reserve, deque };
+// pmr_arena / pmr_monotonic: std::pmr::vector<T> on reservoir::ArenaResource or on
+// std::pmr::monotonic_buffer_resource (opt-in, not in the default tour).
+enum class Container { dynarray, vector, vector_reserve, deque, pmr_arena, pmr_monotonic };
 enum class Type { int_, unique_ptr, string };
 
-inline constexpr Container kAllContainers[] = {Container::dynarray, Container::vector,
-                                               Container::vector_reserve, Container::deque};
+inline constexpr Container kAllContainers[] = {Container::dynarray,       Container::vector,
+                                               Container::vector_reserve, Container::deque,
+                                               Container::pmr_arena,      Container::pmr_monotonic};
 inline constexpr Type kAllTypes[] = {Type::int_, Type::unique_ptr, Type::string};
 
 inline const char* name(Container c) {
@@ -35,6 +39,10 @@ inline const char* name(Container c) {
       return "vector_reserve";
     case Container::deque:
       return "deque";
+    case Container::pmr_arena:
+      return "pmr_arena";
+    case Container::pmr_monotonic:
+      return "pmr_monotonic";
   }
   return "?";
 }
@@ -158,6 +166,16 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
     case Container::deque:
       return timed_build<T, std::deque<T>>(
           n, [] { return std::deque<T>(); }, rec);
+    case Container::pmr_arena: {
+      ArenaResource resource(reserve_bytes ? reserve_bytes : kDefaultReserveBytes, options);
+      return timed_build<T, std::pmr::vector<T>>(
+          n, [&] { return std::pmr::vector<T>(&resource); }, rec);
+    }
+    case Container::pmr_monotonic: {
+      std::pmr::monotonic_buffer_resource resource;
+      return timed_build<T, std::pmr::vector<T>>(
+          n, [&] { return std::pmr::vector<T>(&resource); }, rec);
+    }
   }
   throw std::logic_error("unknown container");
 }

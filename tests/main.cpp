@@ -37,7 +37,7 @@ int run_child_main(const std::string& name) {
 reservoir::pal::ProcessResult run_child(const std::string& name) {
   reservoir::pal::ProcessResult r;
   std::error_code ec =
-      reservoir::pal::run_process(reservoir::pal::self_executable_path(), {"--child", name}, &r);
+      reservoir::pal::run_process(reservoir::pal::self_reexec_path(), {"--child", name}, &r);
   REQUIRE_MESSAGE(!ec, "cannot run child " << name << ": " << ec.message());
   return r;
 }

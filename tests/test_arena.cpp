@@ -221,6 +221,23 @@ TEST_SUITE("arena") {
     CHECK(std::memcmp(a.base(), expect.data(), kMiB) == 0);
   }
 
+  TEST_CASE("mark and rewind reuse committed memory with no system call") {
+    Arena a(8 * kMiB);
+    a.grow(100);
+    const std::size_t mark = a.mark();
+    void* frame = a.grow(3 * kMiB);
+    const std::size_t committed = a.committed();
+    const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
+    const std::uint64_t decommits = pal::testing::calls(pal::Op::decommit);
+    a.rewind(mark);
+    CHECK(a.size() == mark);
+    CHECK(a.committed() == committed);  // kept for the next frame
+    CHECK(a.grow(3 * kMiB) == frame);   // which reuses it
+    CHECK(pal::testing::calls(pal::Op::commit) == commits);
+    CHECK(pal::testing::calls(pal::Op::decommit) == decommits);
+    CHECK_THROWS_AS(a.rewind(a.size() + 1), std::invalid_argument);
+  }
+
   TEST_CASE("reserve commits ahead; trim gives it back") {
     Arena a(8 * kMiB);
     a.reserve(3 * kMiB);

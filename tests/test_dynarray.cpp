@@ -97,8 +97,6 @@ TEST_SUITE("dynarray") {
     DynArray<char> text;
     std::vector<std::string_view> views;
     std::vector<std::string> expected;
-    const char* const first = nullptr;
-    (void)first;
     std::mt19937 rng(42);
     std::size_t appended = 0;
     while (appended < 1'000'000) {

@@ -294,6 +294,14 @@ std::error_code Arena::shrink(std::size_t new_size) {
   return trim();
 }
 
+void Arena::rewind(std::size_t mark) {
+  if (mark > size_) {
+    throw std::invalid_argument("reservoir::Arena::rewind: mark " + std::to_string(mark) +
+                                " is past the current size " + std::to_string(size_));
+  }
+  size_ = mark;
+}
+
 std::error_code Arena::reset() noexcept {
   size_ = 0;
   return trim();

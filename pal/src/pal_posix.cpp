@@ -320,6 +320,14 @@ std::string self_executable_path() {
 #endif
 }
 
+std::string self_reexec_path() {
+#if defined(__linux__)
+  return "/proc/self/exe";
+#else
+  return self_executable_path();
+#endif
+}
+
 std::error_code run_process(const std::string& path, const std::vector<std::string>& args,
                             ProcessResult* out) {
   // 1. A pipe for the child's stdout.

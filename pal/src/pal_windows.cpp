@@ -253,6 +253,11 @@ std::string self_executable_path() {
   return std::string(buf, n);
 }
 
+// Windows keeps a running .exe's file locked, so its path always names the running image.
+std::string self_reexec_path() {
+  return self_executable_path();
+}
+
 namespace {
 // Quotes one argument the way the C runtime's argv parser undoes it.
 void append_quoted(std::string& cmd, const std::string& arg) {

@@ -108,6 +108,12 @@ class Arena {
   // shrink(0): everything is decommitted; the reservation stays.
   std::error_code reset() noexcept;
 
+  // The scratch-arena pattern: mark() is the current length; rewind(mark) sets the length back to
+  // it and keeps the memory committed, so the next frame or request reuses it with no system
+  // call. mark > size() is std::invalid_argument. Invalidates pointers at or past mark.
+  std::size_t mark() const noexcept { return size_; }
+  void rewind(std::size_t mark);
+
   // ---- committed prefix (for containers that track their own length, like DynArray) ----
 
   // Commits ahead so that committed() >= bytes (rounded up to the granule). Never moves anything.

@@ -32,6 +32,15 @@
 
 #include <reservoir/arena.hpp>
 
+// Keeps a slow path out of the caller's inlined fast path.
+#if defined(__GNUC__) || defined(__clang__)
+#define RESERVOIR_COLD_NOINLINE __attribute__((noinline, cold))
+#elif defined(_MSC_VER)
+#define RESERVOIR_COLD_NOINLINE __declspec(noinline)
+#else
+#define RESERVOIR_COLD_NOINLINE
+#endif
+
 namespace reservoir {
 
 // Address space a default-constructed DynArray reserves: 64 GiB on 64-bit systems. That is more
@@ -424,7 +433,7 @@ class DynArray {
   }
 
   template <class... Args>
-  [[gnu::noinline, gnu::cold]] reference emplace_back_slow(Args&&... args) {
+  RESERVOIR_COLD_NOINLINE reference emplace_back_slow(Args&&... args) {
     const size_type old_capacity = capacity_;
     reserve_for_append(1);
     try {

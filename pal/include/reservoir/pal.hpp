@@ -112,8 +112,13 @@ struct ProcessResult {
   std::string output;           // everything it wrote to stdout
 };
 
-// Path of the running executable (for re-executing it). Empty on failure.
+// Path of the running executable. Empty on failure.
 std::string self_executable_path();
+
+// What to execute to start another copy of this very program: on Linux "/proc/self/exe", which
+// names the running image even if its file was replaced since (a rebuild during a bench run);
+// elsewhere self_executable_path().
+std::string self_reexec_path();
 
 // Runs `path` with `args` (argv[1..]), captures its stdout, waits for it. stderr is inherited.
 std::error_code run_process(const std::string& path, const std::vector<std::string>& args,

@@ -1,0 +1,95 @@
+// Tests of <reservoir/arena_resource.hpp>: std::pmr containers living in an arena.
+#include <doctest/doctest.h>
+
+#include <memory_resource>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <reservoir/arena_resource.hpp>
+
+#include "support.hpp"
+
+using reservoir::Arena;
+using reservoir::ArenaResource;
+namespace pal = reservoir::pal;
+
+TEST_SUITE("arena_resource") {
+  TEST_CASE("pmr vector, string and unordered_map live in the arena") {
+    ArenaResource res(64u << 20);
+    std::pmr::vector<int> v(&res);
+    for (int i = 0; i < 100'000; ++i)
+      v.push_back(i);
+    std::pmr::string s("a string long enough to leave the small buffer behind", &res);
+    std::pmr::unordered_map<int, std::pmr::string> m(&res);
+    for (int i = 0; i < 1000; ++i)
+      m.emplace(i, std::pmr::string(40, char('a' + i % 26)));
+    CHECK(res.arena().contains(v.data(), v.size() * sizeof(int)));
+    CHECK(res.arena().contains(s.data(), s.size()));
+    CHECK(res.arena().contains(m.at(999).data(), 40));
+    CHECK(v[99'999] == 99'999);
+    CHECK(std::string_view(m.at(27)) == std::string(40, 'b'));
+  }
+
+  TEST_CASE("allocations are aligned, including past the page size") {
+    ArenaResource res(16u << 20);
+    for (std::size_t align : {1u, 2u, 8u, 16u, 64u, 4096u, 8192u, 65536u}) {
+      CAPTURE(align);
+      void* p = res.allocate(3, align);
+      CHECK(reinterpret_cast<std::uintptr_t>(p) % align == 0);
+      CHECK(res.arena().contains(p, 3));
+    }
+  }
+
+  TEST_CASE("deallocating the last block reclaims it; others wait for release()") {
+    ArenaResource res(1u << 20);
+    void* a = res.allocate(100, 8);
+    const std::size_t after_a = res.arena().size();
+    void* b = res.allocate(200, 8);
+    res.deallocate(a, 100, 8);  // not the last: nothing to reclaim
+    CHECK(res.arena().size() > after_a);
+    res.deallocate(b, 200, 8);  // the last: its bytes come back (not the alignment padding)
+    CHECK(res.arena().size() ==
+          static_cast<std::size_t>(static_cast<std::byte*>(b) - res.arena().base()));
+    CHECK(res.arena().size() < after_a + 8);
+    void* c = res.allocate(200, 8);
+    CHECK(c == b);  // and are reused
+    res.release();
+    CHECK(res.arena().size() == 0);
+    CHECK(res.arena().committed() == 0);
+  }
+
+  TEST_CASE("a full arena is bad_alloc and the container keeps its contents") {
+    ArenaResource res(1u << 20);
+    std::pmr::vector<std::uint64_t> v(&res);
+    bool threw = false;
+    try {
+      for (std::uint64_t i = 0;; ++i)
+        v.push_back(i);
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+    CHECK(threw);
+    REQUIRE(!v.empty());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      REQUIRE(v[i] == i);
+    CHECK_THROWS_AS((void)res.allocate(std::size_t{1} << 40, 8), std::bad_alloc);
+  }
+
+  TEST_CASE("a refused commit is OsAllocationError, a std::bad_alloc") {
+    ArenaResource res(4u << 20);
+    test::FaultGuard fault(pal::Op::commit);
+    CHECK_THROWS_AS((void)res.allocate(100, 8), reservoir::OsAllocationError);
+    CHECK(res.arena().size() == 0);
+  }
+
+  TEST_CASE("a resource over a caller's arena; equality is identity") {
+    Arena arena(1u << 20);
+    ArenaResource a(arena), b(arena);
+    void* p = a.allocate(10, 1);
+    CHECK(p == arena.base());
+    CHECK(a == a);
+    CHECK_FALSE(a == b);
+  }
+}
