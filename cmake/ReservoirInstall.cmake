@@ -21,5 +21,9 @@ set(RESERVOIR_PC_LIBS "-lreservoir")
 if(WIN32)
   string(APPEND RESERVOIR_PC_LIBS " -lpsapi")
 endif()
+# Relocatable: the prefix is found from the .pc file's own location, so `cmake --install --prefix`
+# at install time works.
+file(RELATIVE_PATH RESERVOIR_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+string(REGEX REPLACE "/$" "" RESERVOIR_PC_TO_PREFIX "${RESERVOIR_PC_TO_PREFIX}")
 configure_file(cmake/reservoir.pc.in ${CMAKE_CURRENT_BINARY_DIR}/reservoir.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/reservoir.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
