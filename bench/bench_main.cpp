@@ -39,9 +39,10 @@ struct Config {
   std::vector<rb::Type> types;
   int reps = 3;
   std::uint64_t granule = reservoir::kDefaultCommitGranule;
+  std::uint64_t max_step = reservoir::kDefaultMaxCommitStep;
   std::uint64_t reserve_bytes = 0;  // DynArray reservation; 0 = the library default
-  bool prefault = false;
-  bool huge_pages = false;
+  bool prefault = reservoir::ArenaOptions{}.prefault;  // the library's defaults
+  bool huge_pages = reservoir::ArenaOptions{}.huge_pages;
   std::vector<std::string> tables = {"memory", "throughput", "latency"};
   std::string json, csv, markdown;
   bool quiet = false;
@@ -49,9 +50,11 @@ struct Config {
   std::uint64_t overhead_ticks = 0;
 };
 
-reservoir::ArenaOptions arena_options(std::uint64_t granule, bool prefault, bool huge) {
+reservoir::ArenaOptions arena_options(std::uint64_t granule, std::uint64_t max_step, bool prefault,
+                                      bool huge) {
   reservoir::ArenaOptions o;
   o.commit_granule = granule;
+  o.max_commit_step = max_step;
   o.prefault = prefault;
   o.huge_pages = huge;
   return o;
@@ -59,8 +62,8 @@ reservoir::ArenaOptions arena_options(std::uint64_t granule, bool prefault, bool
 
 // ---- the child side
 // ------------------------------------------------------------------------------
-//   --child memory|throughput|latency CONTAINER TYPE SIZE GRANULE PREFAULT HUGE BATCH NS_PER_TICK
-//           RESERVE_BYTES
+//   --child memory|throughput|latency CONTAINER TYPE SIZE GRANULE MAX_STEP PREFAULT HUGE BATCH
+//           NS_PER_TICK RESERVE_BYTES
 // prints one line "ok key=value ..." and exits 0; "error <what>" and exit 3 on an exception.
 
 std::string percentiles_line(const rb::LogLinearHistogram& h) {
@@ -74,7 +77,7 @@ std::string percentiles_line(const rb::LogLinearHistogram& h) {
 }
 
 int child_main(int argc, char** argv) {
-  if (argc != 12) {
+  if (argc != 13) {
     std::fprintf(stderr, "reservoir-bench: bad --child arguments\n");
     return 2;
   }
@@ -88,10 +91,11 @@ int child_main(int argc, char** argv) {
   if (!container || !type) return 2;
   const std::uint64_t n = std::strtoull(argv[5], nullptr, 10);
   const auto options =
-      arena_options(std::strtoull(argv[6], nullptr, 10), argv[7][0] == '1', argv[8][0] == '1');
-  const std::uint64_t batch = std::max<std::uint64_t>(1, std::strtoull(argv[9], nullptr, 10));
-  const double ns_per_tick = std::strtod(argv[10], nullptr);
-  const std::uint64_t reserve = std::strtoull(argv[11], nullptr, 10);
+      arena_options(std::strtoull(argv[6], nullptr, 10), std::strtoull(argv[7], nullptr, 10),
+                    argv[8][0] == '1', argv[9][0] == '1');
+  const std::uint64_t batch = std::max<std::uint64_t>(1, std::strtoull(argv[10], nullptr, 10));
+  const double ns_per_tick = std::strtod(argv[11], nullptr);
+  const std::uint64_t reserve = std::strtoull(argv[12], nullptr, 10);
   try {
     if (table == "memory") {
       rb::NoLatency none;
@@ -169,6 +173,7 @@ std::map<std::string, std::string> run_cell(const Config& cfg, const std::string
                                          type,
                                          std::to_string(n),
                                          std::to_string(cfg.granule),
+                                         std::to_string(cfg.max_step),
                                          cfg.prefault ? "1" : "0",
                                          cfg.huge_pages ? "1" : "0",
                                          std::to_string(batch),
@@ -420,6 +425,7 @@ Context make_context(const Config& cfg, std::uint64_t idle) {
   add("assertions", "ON (debug build: numbers are meaningless)");
 #endif
   add("commit_granule", std::to_string(cfg.granule));
+  add("max_commit_step", std::to_string(cfg.max_step));
   add("dynarray_reserve_bytes",
       std::to_string(cfg.reserve_bytes ? cfg.reserve_bytes : reservoir::kDefaultReserveBytes));
   add("prefault", cfg.prefault ? "true" : "false");
@@ -763,7 +769,7 @@ int main(int argc, char** argv) {
       "arguments for the quick tour (about a minute on 2 cores)."};
   Config cfg;
   std::string sizes = "1e3,1e6,1e7", containers = "dynarray,vector,vector_reserve,deque",
-              types = "int,unique_ptr,string", granule = "64K", reserve, only;
+              types = "int,unique_ptr,string", granule = "64K", max_step = "2M", reserve, only;
   app.add_option("--sizes", sizes, "Element counts, e.g. 1e3,1e6,1e9 or 1K,1M,1G")
       ->capture_default_str();
   app.add_option("--containers", containers,
@@ -775,10 +781,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--granule", granule, "DynArray commit granule, e.g. 4K, 64K, 2M")
       ->capture_default_str();
+  app.add_option("--max-step", max_step, "DynArray largest commit step (= --granule: fixed steps)")
+      ->capture_default_str();
   app.add_option("--reserve", reserve,
                  "DynArray reservation in bytes, e.g. 1G (default: the library's 64 GiB)");
-  app.add_flag("--prefault", cfg.prefault, "DynArray: prefault each committed step");
-  app.add_flag("--huge-pages", cfg.huge_pages, "DynArray: ask for transparent huge pages");
+  app.add_flag("--prefault,!--no-prefault", cfg.prefault,
+               "DynArray: prefault each committed step (the library default: on)");
+  app.add_flag("--huge-pages,!--no-huge-pages", cfg.huge_pages,
+               "DynArray: ask for transparent huge pages (the library default: off)");
   app.add_option("--only", only, "Run one table: memory, throughput or latency")
       ->check(CLI::IsMember({"memory", "throughput", "latency"}));
   app.add_option("--json", cfg.json, "Write results as JSON (ns, bytes) to FILE");
@@ -791,6 +801,7 @@ int main(int argc, char** argv) {
     cfg.containers = parse_names(containers, rb::kAllContainers, "--containers");
     cfg.types = parse_names(types, rb::kAllTypes, "--types");
     cfg.granule = rb::parse_bytes(granule);
+    cfg.max_step = rb::parse_bytes(max_step);
     if (!reserve.empty()) cfg.reserve_bytes = rb::parse_bytes(reserve);
     if (!only.empty()) cfg.tables = {only};
   } catch (const CLI::ParseError& e) {
@@ -799,9 +810,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "reservoir-bench: %s\n", e.what());
     return 2;
   }
-  if (cfg.granule % pal::page_size() != 0) {
-    std::fprintf(stderr, "reservoir-bench: --granule %s is not a multiple of the page size (%zu)\n",
-                 granule.c_str(), pal::page_size());
+  if (cfg.granule % pal::page_size() != 0 || cfg.max_step % pal::page_size() != 0) {
+    std::fprintf(stderr,
+                 "reservoir-bench: --granule %s / --max-step %s: not a multiple of the page size "
+                 "(%zu)\n",
+                 granule.c_str(), max_step.c_str(), pal::page_size());
     return 2;
   }
   if (pal::self_executable_path().empty()) {

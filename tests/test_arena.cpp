@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -56,6 +57,7 @@ static_assert(std::is_base_of_v<std::bad_alloc, OsAllocationError>);
 
 TEST_SUITE("arena") {
   TEST_CASE("construction reserves and commits nothing") {
+    reservoir::clear_reservation_cache();
     Arena a(10 * kMiB);
     CHECK(a.base() != nullptr);
     CHECK(a.size() == 0);
@@ -70,6 +72,7 @@ TEST_SUITE("arena") {
       CAPTURE(granule);
       ArenaOptions opt;
       opt.commit_granule = granule;
+      opt.max_commit_step = granule;  // fixed steps
       Arena a(64 * kMiB, opt);
       std::byte* const base = a.base();
       std::size_t expected_size = 0;
@@ -83,6 +86,82 @@ TEST_SUITE("arena") {
       }
       CHECK(a.base() == base);
     }
+  }
+
+  TEST_CASE("commit steps grow with the arena up to 2 MiB; large arenas are 2 MiB aligned") {
+    Arena a(256 * kMiB);
+    CHECK(reinterpret_cast<std::uintptr_t>(a.base()) % (2 * kMiB) == 0);
+    const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
+    std::size_t steps_seen = 0, last_step = 0;
+    while (a.size() < 100 * kMiB) {
+      const std::size_t step = a.commit_step();
+      CHECK(step >= a.commit_granule());
+      CHECK(step <= reservoir::kDefaultMaxCommitStep);
+      CHECK((step & (step - 1)) == 0);
+      if (step != last_step) ++steps_seen, last_step = step;
+      a.grow(4096);
+      // Never more than one step committed ahead of what is used.
+      REQUIRE(a.committed() >= a.size());
+      REQUIRE(a.committed() - a.size() < a.commit_step());
+    }
+    CHECK(a.commit_step() == reservoir::kDefaultMaxCommitStep);
+    CHECK(steps_seen >= 5);  // 64 KiB, 128, 256, 512 KiB, 1, 2 MiB
+    // 100 MiB took about 50 two-MiB steps plus ~40 while the step ramped up (8 per doubling from
+    // 64 KiB), not the 1600 calls of fixed 64 KiB granules.
+    CHECK(pal::testing::calls(pal::Op::commit) - commits < 100);
+    // Small arenas are not over-aligned.
+    Arena small(kMiB);
+    CHECK(small.reserved() < 2 * kMiB);
+  }
+
+  TEST_CASE("destroyed arenas park their reservation; the next one takes it with no OS call") {
+    reservoir::clear_reservation_cache();
+    std::byte* base = nullptr;
+    {
+      Arena a(5 * kMiB + 4096);  // a size no other test uses
+      fill_pattern(a.grow(3 * kMiB), 3 * kMiB, 9);
+      base = a.base();
+    }
+    CHECK(reservoir::reservation_cache_size() == 1);
+    const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
+    {
+      Arena b(5 * kMiB + 4096);
+      CHECK(pal::testing::calls(pal::Op::reserve) == reserves);  // no system call
+      CHECK(b.base() == base);
+      CHECK(b.size() == 0);
+      CHECK(b.committed() == b.commit_granule());  // the first step stayed committed
+      CHECK(b.grow(2 * kMiB) == base);
+      CHECK(reservoir::reservation_cache_size() == 0);
+      Arena other(7 * kMiB);  // another size: a fresh reservation
+      CHECK(pal::testing::calls(pal::Op::reserve) == reserves + 1);
+    }
+    CHECK(reservoir::reservation_cache_size() == 2);
+    ArenaOptions no_reuse;
+    no_reuse.reuse_reservation = false;
+    { Arena c(5 * kMiB + 4096, no_reuse); }  // options differ: not taken, not parked
+    CHECK(reservoir::reservation_cache_size() == 2);
+    reservoir::set_reservation_cache_limit(0);
+    CHECK(reservoir::reservation_cache_size() == 0);
+    { Arena d(kMiB); }
+    CHECK(reservoir::reservation_cache_size() == 0);
+    reservoir::set_reservation_cache_limit(16);
+    { Arena e(kMiB); }
+    CHECK(reservoir::reservation_cache_size() == 1);
+    reservoir::clear_reservation_cache();
+    CHECK(reservoir::reservation_cache_size() == 0);
+  }
+
+  TEST_CASE("a refused decommit while parking releases the reservation instead") {
+    reservoir::clear_reservation_cache();
+    const std::uint64_t releases = pal::testing::calls(pal::Op::release);
+    std::optional<Arena> a(std::in_place, 3 * kMiB);
+    a->grow(kMiB);
+    {
+      test::FaultGuard fault(pal::Op::decommit);
+      a.reset();  // destroyed inside the fault: trimming to the first step fails
+    }
+    CHECK(reservoir::reservation_cache_size() == 0);
+    CHECK(pal::testing::calls(pal::Op::release) == releases + 1);
   }
 
   TEST_CASE("growing past the reservation is length_error and changes nothing") {

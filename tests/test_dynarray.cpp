@@ -248,7 +248,8 @@ TEST_SUITE("dynarray") {
     const std::size_t granule = a.arena().commit_granule();
     for (int i = 0; i < 1'000'000; ++i)
       a.push_back(i);
-    CHECK(a.arena().committed() == (a.size() * sizeof(int) + granule - 1) / granule * granule);
+    CHECK(a.arena().committed() >= a.size() * sizeof(int));
+    CHECK(a.arena().committed() - a.size() * sizeof(int) < a.arena().commit_step());
     CHECK(a.capacity() == a.arena().committed() / sizeof(int));
     const int* data = a.data();
     a.resize(1000);
@@ -383,9 +384,10 @@ TEST_SUITE("dynarray") {
     CHECK(c.data() == data);
   }
 
-  TEST_CASE("committed memory is exactly round_up(bytes, granule) as it grows") {
+  TEST_CASE("with fixed steps, committed memory is exactly round_up(bytes, granule)") {
     reservoir::ArenaOptions opt;
     opt.commit_granule = pal::page_size();
+    opt.max_commit_step = pal::page_size();  // fixed steps
     DynArray<double> a(1'000'000, opt);
     for (int i = 0; i < 100'000; ++i) {
       a.push_back(i);

@@ -2,9 +2,14 @@
 #include <reservoir/arena.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cstdio>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <utility>
+#include <vector>
 
 namespace reservoir {
 namespace {
@@ -35,11 +40,15 @@ std::string hex_address(const void* p) {
   return buf;
 }
 
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
 // Everything the constructor decides before it calls the OS.
 struct Layout {
   std::size_t granule = 0;
+  std::size_t max_step = 0;
   std::size_t guard = 0;
   std::size_t usable = 0;
+  std::size_t base_align = 0;  // base_ is a multiple of this
   std::size_t mapping = 0;
 };
 
@@ -54,13 +63,131 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
                 page, &l.granule)) {
     return std::errc::invalid_argument;
   }
+  if (!round_up(options.max_commit_step == 0 ? kDefaultMaxCommitStep : options.max_commit_step,
+                page, &l.max_step)) {
+    return std::errc::invalid_argument;
+  }
+  l.max_step = std::max(l.max_step, l.granule);
   l.guard = options.guard_pages ? page : 0;
-  if (max_bytes > kMaxReservation || !round_up(max_bytes, page, &l.usable) ||
-      !round_up(l.usable + 2 * l.guard, granularity, &l.mapping) || l.mapping > kMaxReservation) {
+  if (max_bytes > kMaxReservation || !round_up(max_bytes, page, &l.usable)) {
+    return std::errc::value_too_large;
+  }
+  // Large arenas whose steps reach 2 MiB start on a 2 MiB boundary, so every later step is a
+  // whole aligned huge page. The alignment costs address space only (never committed).
+  l.base_align = l.usable >= 2 * kHugePage && l.max_step >= kHugePage ? kHugePage : page;
+  const std::size_t slack = l.base_align > granularity ? l.base_align : 0;
+  if (!round_up(slack + l.usable + 2 * l.guard, granularity, &l.mapping) ||
+      l.mapping > kMaxReservation) {
     return std::errc::value_too_large;
   }
   *out = l;
   return {};
+}
+
+// ---- the reservation cache ----------------------------------------------------------------------
+
+struct Parked {
+  void* mapping;
+  std::size_t mapping_size;
+  std::byte* base;
+  std::size_t reserved;
+  std::size_t committed;  // the first step, kept committed
+  ArenaOptions options;
+};
+
+constexpr std::size_t kCacheMaxCommitted = std::size_t{1} << 20;
+
+// The shared part: up to `limit` parked reservations, at most 1 MiB committed in all.
+struct ReservationCache {
+  std::mutex mutex;
+  std::vector<Parked> entries;         // guarded by mutex
+  std::size_t committed = 0;           // guarded by mutex
+  std::atomic<std::size_t> limit{16};  // 0: the cache is off
+
+  void release_all_entries() noexcept {
+    std::vector<Parked> gone;
+    {
+      std::lock_guard lock(mutex);
+      gone.swap(entries);
+      committed = 0;
+    }
+    for (const Parked& p : gone)
+      (void)pal::release(p.mapping, p.mapping_size);
+  }
+};
+
+ReservationCache& cache() {
+  // Never destroyed: an arena in a static object may be destroyed after any function-local static
+  // and must still find the cache. What it holds at exit goes back with the process.
+  static ReservationCache* const c = new ReservationCache;
+  return *c;
+}
+
+// The per-thread part: one slot, no lock. A thread that creates and destroys arrays in a loop
+// reuses one reservation without touching the mutex. At thread exit the slot moves to the shared
+// cache (or is released).
+struct ThreadSlot {
+  std::optional<Parked> parked;
+  ~ThreadSlot() {
+    if (!parked) return;
+    ReservationCache& c = cache();
+    {
+      std::lock_guard lock(c.mutex);
+      if (c.entries.size() < c.limit.load(std::memory_order_relaxed) &&
+          c.committed + parked->committed <= kCacheMaxCommitted) {
+        try {
+          c.entries.push_back(*parked);
+          c.committed += parked->committed;
+          return;
+        } catch (...) {
+          // fall through: release it
+        }
+      }
+    }
+    (void)pal::release(parked->mapping, parked->mapping_size);
+  }
+};
+thread_local ThreadSlot t_slot;
+
+std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& options) noexcept {
+  if (t_slot.parked && t_slot.parked->mapping_size == mapping_size &&
+      t_slot.parked->options == options) {
+    return std::exchange(t_slot.parked, std::nullopt);
+  }
+  ReservationCache& c = cache();
+  std::lock_guard lock(c.mutex);
+  for (std::size_t i = c.entries.size(); i-- > 0;) {
+    if (c.entries[i].mapping_size == mapping_size && c.entries[i].options == options) {
+      Parked p = c.entries[i];
+      c.entries[i] = c.entries.back();
+      c.entries.pop_back();
+      c.committed -= p.committed;
+      return p;
+    }
+  }
+  return std::nullopt;
+}
+
+// Parks p in this thread's slot or the shared cache; false if both are full (or off).
+bool park(const Parked& p) noexcept {
+  ReservationCache& c = cache();
+  if (c.limit.load(std::memory_order_relaxed) == 0) return false;
+  if (!t_slot.parked) {
+    t_slot.parked = p;
+    return true;
+  }
+  std::lock_guard lock(c.mutex);
+  if (c.entries.size() >= c.limit.load(std::memory_order_relaxed) ||
+      c.committed + p.committed > kCacheMaxCommitted) {
+    return false;
+  }
+  try {
+    c.entries.push_back(p);
+  } catch (...) {
+    return false;  // no memory for the cache's own bookkeeping: release instead
+  }
+  c.committed += p.committed;
+  return true;
 }
 
 [[noreturn]] void throw_plan_error(std::errc e, std::size_t max_bytes) {
@@ -127,20 +254,41 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
     *error = std::make_error_code(e);
     return std::nullopt;
   }
-  // 2. Reserve address space only.
+  // 2. A parked reservation of the same layout and options costs no system call.
+  if (options.reuse_reservation) {
+    if (std::optional<Parked> p = take_parked(l.mapping, options)) {
+      Arena a;
+      a.mapping_ = p->mapping;
+      a.mapping_size_ = p->mapping_size;
+      a.base_ = p->base;
+      a.reserved_ = p->reserved;
+      a.committed_ = p->committed;
+      a.granule_ = l.granule;
+      a.max_step_ = l.max_step;
+      a.options_ = options;
+      *error = {};
+      return a;
+    }
+  }
+  // 3. Reserve address space only.
   void* mapping = nullptr;
   if (std::error_code ec = pal::reserve(l.mapping, &mapping)) {
     *error = ec;
     return std::nullopt;
   }
-  // 3. Huge pages are a hint: a kernel without THP refuses it and the arena works the same.
+  // 4. Huge pages are a hint: a kernel without THP refuses it and the arena works the same.
   if (options.huge_pages) (void)pal::advise_huge_pages(mapping, l.mapping);
   Arena a;
   a.mapping_ = mapping;
   a.mapping_size_ = l.mapping;
-  a.base_ = static_cast<std::byte*>(mapping) + l.guard;
-  a.reserved_ = l.mapping - 2 * l.guard;
+  const auto start = reinterpret_cast<std::uintptr_t>(mapping) + l.guard;
+  const std::uintptr_t aligned = (start + l.base_align - 1) / l.base_align * l.base_align;
+  a.base_ =
+      static_cast<std::byte*>(mapping) + (aligned - reinterpret_cast<std::uintptr_t>(mapping));
+  a.reserved_ =
+      static_cast<std::size_t>(static_cast<std::byte*>(mapping) + l.mapping - l.guard - a.base_);
   a.granule_ = l.granule;
+  a.max_step_ = l.max_step;
   a.options_ = options;
   *error = {};
   return a;
@@ -162,15 +310,42 @@ Arena::~Arena() {
   release_all();
 }
 
+bool Arena::park_in_cache() noexcept {
+  if (!options_.reuse_reservation || granule_ > kCacheMaxCommitted) return false;
+  // Keep at most the first step committed; a refused decommit means: do not park.
+  const std::size_t keep = std::min(committed_, granule_);
+  if (committed_ > keep && pal::decommit(base_ + keep, committed_ - keep)) return false;
+  committed_ = keep;
+  return park(Parked{mapping_, mapping_size_, base_, reserved_, keep, options_});
+}
+
 void Arena::release_all() noexcept {
-  if (mapping_ != nullptr) {
+  if (mapping_ != nullptr && !park_in_cache()) {
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)
     (void)pal::release(mapping_, mapping_size_);
   }
   base_ = nullptr;
   mapping_ = nullptr;
-  size_ = committed_ = reserved_ = granule_ = mapping_size_ = 0;
+  size_ = committed_ = reserved_ = granule_ = max_step_ = mapping_size_ = 0;
+}
+
+void set_reservation_cache_limit(std::size_t entries) noexcept {
+  cache().limit.store(entries, std::memory_order_relaxed);
+  if (entries == 0) clear_reservation_cache();
+}
+
+void clear_reservation_cache() noexcept {
+  if (std::optional<Parked> p = std::exchange(t_slot.parked, std::nullopt)) {
+    (void)pal::release(p->mapping, p->mapping_size);
+  }
+  cache().release_all_entries();
+}
+
+std::size_t reservation_cache_size() noexcept {
+  ReservationCache& c = cache();
+  std::lock_guard lock(c.mutex);
+  return c.entries.size() + (t_slot.parked ? 1 : 0);
 }
 
 void swap(Arena& a, Arena& b) noexcept {
@@ -180,6 +355,7 @@ void swap(Arena& a, Arena& b) noexcept {
   swap(a.committed_, b.committed_);
   swap(a.reserved_, b.reserved_);
   swap(a.granule_, b.granule_);
+  swap(a.max_step_, b.max_step_);
   swap(a.mapping_, b.mapping_);
   swap(a.mapping_size_, b.mapping_size_);
   swap(a.options_, b.options_);
@@ -188,10 +364,17 @@ void swap(Arena& a, Arena& b) noexcept {
 // ---- committing
 // ----------------------------------------------------------------------------------
 
+std::size_t Arena::commit_step() const noexcept {
+  // committed/8 rounded down to a power of two (a multiple of the page size, which is one too),
+  // between the first granule and the cap.
+  const std::size_t grown = committed_ / 8 >= 1 ? std::bit_floor(committed_ / 8) : 0;
+  return std::clamp(grown, granule_, max_step_);
+}
+
 std::size_t Arena::commit_target(std::size_t bytes) const noexcept {
-  // Commit outward: whole granules, capped at the reservation's end.
+  // Commit outward: whole steps, capped at the reservation's end.
   std::size_t target = reserved_;
-  if (std::size_t r; round_up(bytes, granule_, &r) && r < reserved_) target = r;
+  if (std::size_t r; round_up(bytes, commit_step(), &r) && r < reserved_) target = r;
   return target;
 }
 
@@ -308,7 +491,7 @@ std::error_code Arena::reset() noexcept {
 }
 
 std::error_code Arena::trim(std::size_t keep_bytes) noexcept {
-  // Decommit inward: keep every granule that holds a live byte.
+  // Decommit inward: keep every first-granule-sized step that holds a live byte.
   std::size_t target = committed_;
   if (std::size_t r; round_up(std::max(size_, keep_bytes), granule_, &r) && r < committed_) {
     target = r;

@@ -84,7 +84,8 @@ class DynArray {
   // refused reservation is OsAllocationError (a std::bad_alloc).
   explicit DynArray(size_type max_size, ArenaOptions options = {})
       : max_size_(max_size), arena_(checked_bytes(max_size), options) {
-    data_ = reinterpret_cast<T*>(arena_.base());
+    data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
+    update_capacity();  // a reservation from the cache arrives with its first step committed
   }
 
   // The elements of `init`, in an array with the default reservation.
@@ -116,25 +117,25 @@ class DynArray {
   // ----------------------------------------------------------------------------
 
   reference operator[](size_type i) noexcept {
-    assert(i < size_ && "reservoir::DynArray index out of range");
+    assert(i < size() && "reservoir::DynArray index out of range");
     return data_[i];
   }
   const_reference operator[](size_type i) const noexcept {
-    assert(i < size_ && "reservoir::DynArray index out of range");
+    assert(i < size() && "reservoir::DynArray index out of range");
     return data_[i];
   }
   reference at(size_type i) {
-    if (i >= size_) throw_out_of_range("at", i);
+    if (i >= size()) throw_out_of_range("at", i);
     return data_[i];
   }
   const_reference at(size_type i) const {
-    if (i >= size_) throw_out_of_range("at", i);
+    if (i >= size()) throw_out_of_range("at", i);
     return data_[i];
   }
   reference front() noexcept { return (*this)[0]; }
   const_reference front() const noexcept { return (*this)[0]; }
-  reference back() noexcept { return (*this)[size_ - 1]; }
-  const_reference back() const noexcept { return (*this)[size_ - 1]; }
+  reference back() noexcept { return (*this)[size() - 1]; }
+  const_reference back() const noexcept { return (*this)[size() - 1]; }
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }
 
@@ -144,9 +145,9 @@ class DynArray {
   iterator begin() noexcept { return data_; }
   const_iterator begin() const noexcept { return data_; }
   const_iterator cbegin() const noexcept { return data_; }
-  iterator end() noexcept { return data_ + size_; }
-  const_iterator end() const noexcept { return data_ + size_; }
-  const_iterator cend() const noexcept { return data_ + size_; }
+  iterator end() noexcept { return end_; }
+  const_iterator end() const noexcept { return end_; }
+  const_iterator cend() const noexcept { return end_; }
   reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
   const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
   const_reverse_iterator crbegin() const noexcept { return rbegin(); }
@@ -157,10 +158,10 @@ class DynArray {
   // ---- capacity
   // ----------------------------------------------------------------------------------
 
-  bool empty() const noexcept { return size_ == 0; }
-  size_type size() const noexcept { return size_; }
+  bool empty() const noexcept { return end_ == data_; }
+  size_type size() const noexcept { return static_cast<size_type>(end_ - data_); }
   // Elements that fit in committed memory; appends up to it make no system call.
-  size_type capacity() const noexcept { return capacity_; }
+  size_type capacity() const noexcept { return static_cast<size_type>(cap_ - data_); }
   // The reservation: the most elements this array can ever hold.
   size_type max_size() const noexcept { return max_size_; }
   // The arena underneath (committed bytes, granule, options).
@@ -169,7 +170,7 @@ class DynArray {
   // Commits memory for at least n elements. Never moves anything. n > max_size() is
   // std::length_error; a refused commit is OsAllocationError; the array is unchanged then.
   void reserve(size_type n) {
-    if (n <= capacity_) return;
+    if (n <= capacity()) return;
     if (n > max_size_) throw_length_error("reserve", n);
     ensure_reserved();
     arena_.reserve(n * sizeof(T));
@@ -181,7 +182,7 @@ class DynArray {
   // committed and capacity() says so.
   void shrink_to_fit() noexcept {
     if (!arena_.reserved()) return;
-    (void)arena_.trim(size_ * sizeof(T));
+    (void)arena_.trim(size() * sizeof(T));
     update_capacity();
   }
 
@@ -195,12 +196,18 @@ class DynArray {
   // constructor throws, the array is exactly as it was, capacity() included.
   template <class... Args>
   reference emplace_back(Args&&... args) {
-    if (size_ < capacity_) [[likely]] {
-      T* p = std::construct_at(data_ + size_, std::forward<Args>(args)...);
-      ++size_;
+    if (end_ != cap_) [[likely]] {  // the whole fast path: a compare and a store
+      T* p = std::construct_at(end_, std::forward<Args>(args)...);
+      ++end_;
       return *p;
     }
-    return emplace_back_slow(std::forward<Args>(args)...);
+    if constexpr (kSlowPathByValue<Args...>) {
+      // A small trivially copyable value goes to the slow path in a register: passing its
+      // address would force the caller's loop to keep it in memory on every iteration.
+      return emplace_back_slow_value(T(std::forward<Args>(args)...));
+    } else {
+      return emplace_back_slow(std::forward<Args>(args)...);
+    }
   }
 
   // Never throw for capacity or OS reasons: false / nullptr and the array unchanged instead.
@@ -213,11 +220,11 @@ class DynArray {
   }
   template <class... Args>
   T* try_emplace_back(Args&&... args) noexcept(std::is_nothrow_constructible_v<T, Args...>) {
-    if (size_ == capacity_) [[unlikely]] {
+    if (end_ == cap_) [[unlikely]] {
       if (!try_grow_capacity(1)) return nullptr;
     }
-    T* p = std::construct_at(data_ + size_, std::forward<Args>(args)...);
-    ++size_;
+    T* p = std::construct_at(end_, std::forward<Args>(args)...);
+    ++end_;
     return p;
   }
 
@@ -230,8 +237,8 @@ class DynArray {
                   std::is_same_v<std::remove_cvref_t<std::ranges::range_reference_t<R>>, T>) {
       const auto n = static_cast<size_type>(std::ranges::size(r));
       reserve_for_append(n);
-      if (n) std::memcpy(static_cast<void*>(data_ + size_), std::ranges::data(r), n * sizeof(T));
-      size_ += n;
+      if (n) std::memcpy(static_cast<void*>(end_), std::ranges::data(r), n * sizeof(T));
+      end_ += n;
     } else {
       append_iterators(std::ranges::begin(r), std::ranges::end(r));
     }
@@ -243,9 +250,9 @@ class DynArray {
   // Destroys the last element. On an empty array: std::out_of_range (std::vector leaves it
   // undefined).
   void pop_back() {
-    if (size_ == 0) throw std::out_of_range("reservoir::DynArray::pop_back on an empty array");
-    --size_;
-    std::destroy_at(data_ + size_);
+    if (end_ == data_) throw std::out_of_range("reservoir::DynArray::pop_back on an empty array");
+    --end_;
+    std::destroy_at(end_);
   }
 
   // Destroys every element; keeps the committed memory (see shrink_to_fit).
@@ -257,17 +264,17 @@ class DynArray {
   iterator insert(const_iterator pos, T&& value) { return emplace(pos, std::move(value)); }
   iterator insert(const_iterator pos, size_type count, const T& value) {
     const size_type index = checked_index("insert", pos);
-    const size_type old_size = size_;
-    resize(size_ + count_checked(count), value);
-    std::rotate(data_ + index, data_ + old_size, data_ + size_);
+    const size_type old_size = size();
+    resize(size() + count_checked(count), value);
+    std::rotate(data_ + index, data_ + old_size, data_ + size());
     return data_ + index;
   }
   template <std::input_iterator It>
   iterator insert(const_iterator pos, It first, It last) {
     const size_type index = checked_index("insert", pos);
-    const size_type old_size = size_;
+    const size_type old_size = size();
     append_iterators(first, last);
-    std::rotate(data_ + index, data_ + old_size, data_ + size_);
+    std::rotate(data_ + index, data_ + old_size, data_ + size());
     return data_ + index;
   }
   iterator insert(const_iterator pos, std::initializer_list<T> init) {
@@ -280,9 +287,9 @@ class DynArray {
   template <std::ranges::input_range R>
   iterator insert_range(const_iterator pos, R&& r) {
     const size_type index = checked_index("insert", pos);
-    const size_type old_size = size_;
+    const size_type old_size = size();
     append_range(std::forward<R>(r));
-    std::rotate(data_ + index, data_ + old_size, data_ + size_);
+    std::rotate(data_ + index, data_ + old_size, data_ + size());
     return data_ + index;
   }
 
@@ -290,13 +297,13 @@ class DynArray {
   iterator emplace(const_iterator pos, Args&&... args) {
     const size_type index = checked_index("emplace", pos);
     emplace_back(std::forward<Args>(args)...);
-    std::rotate(data_ + index, data_ + size_ - 1, data_ + size_);
+    std::rotate(data_ + index, data_ + size() - 1, data_ + size());
     return data_ + index;
   }
 
   iterator erase(const_iterator pos) {
     const size_type index = checked_index("erase", pos);
-    if (index == size_) throw_out_of_range("erase", index);
+    if (index == size()) throw_out_of_range("erase", index);
     return erase(pos, pos + 1);
   }
   iterator erase(const_iterator first, const_iterator last) {
@@ -304,8 +311,8 @@ class DynArray {
     const size_type j = checked_index("erase", last);
     if (i > j) throw std::invalid_argument("reservoir::DynArray::erase: first is after last");
     if (i != j) {
-      std::move(data_ + j, data_ + size_, data_ + i);
-      erase_tail(size_ - (j - i));
+      std::move(data_ + j, data_ + size(), data_ + i);
+      erase_tail(size() - (j - i));
     }
     return data_ + i;
   }
@@ -324,8 +331,8 @@ class DynArray {
   void swap(DynArray& other) noexcept {
     using std::swap;
     swap(data_, other.data_);
-    swap(size_, other.size_);
-    swap(capacity_, other.capacity_);
+    swap(end_, other.end_);
+    swap(cap_, other.cap_);
     swap(max_size_, other.max_size_);
     swap(arena_, other.arena_);
   }
@@ -356,11 +363,11 @@ class DynArray {
   [[noreturn]] void throw_out_of_range(const char* op, size_type i) const {
     throw std::out_of_range("reservoir::DynArray::" + std::string(op) + ": index " +
                             std::to_string(i) + " is out of range for size " +
-                            std::to_string(size_));
+                            std::to_string(size()));
   }
 
   size_type checked_index(const char* op, const_iterator pos) const {
-    if (pos < data_ || pos > data_ + size_) {
+    if (pos < data_ || pos > data_ + size()) {
       throw std::out_of_range("reservoir::DynArray::" + std::string(op) +
                               ": iterator does not point into the array");
     }
@@ -371,7 +378,8 @@ class DynArray {
   void ensure_reserved() {
     if (!arena_.reserved()) {
       arena_ = Arena(checked_bytes(max_size_));
-      data_ = reinterpret_cast<T*>(arena_.base());
+      data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
+      update_capacity();  // a reservation from the cache arrives with its first step committed
     }
   }
   bool try_ensure_reserved() noexcept {
@@ -381,27 +389,28 @@ class DynArray {
     std::optional<Arena> a = Arena::create(max_size_ * sizeof(T), {}, &ec);
     if (!a) return false;
     arena_ = std::move(*a);
-    data_ = reinterpret_cast<T*>(arena_.base());
+    data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
+    update_capacity();
     return true;
   }
 
   void update_capacity() noexcept {
-    capacity_ = std::min(arena_.committed() / sizeof(T), max_size_);
+    cap_ = data_ + std::min(arena_.committed() / sizeof(T), max_size_);
   }
 
   // Appends [first, last): with forward iterators it commits once; either way, if anything throws,
   // what was built is destroyed and the commit undone (strong guarantee).
   template <std::input_iterator It, std::sentinel_for<It> S>
   void append_iterators(It first, S last) {
-    const size_type old_size = size_;
-    const size_type old_capacity = capacity_;
+    const size_type old_size = size();
+    const size_type old_capacity = capacity();
     try {
       if constexpr (std::forward_iterator<It>) {
         const auto n = static_cast<size_type>(std::ranges::distance(first, last));
         reserve_for_append(n);
         for (; first != last; ++first) {
-          std::construct_at(data_ + size_, *first);
-          ++size_;
+          std::construct_at(end_, *first);
+          ++end_;
         }
       } else {
         for (; first != last; ++first)
@@ -415,30 +424,43 @@ class DynArray {
   }
 
   size_type count_checked(size_type count) const {
-    if (count > max_size_ - size_) throw_length_error("insert", count);
+    if (count > max_size_ - size()) throw_length_error("insert", count);
     return count;
   }
 
   // Commits room for n more elements (the slow path of every append).
   void reserve_for_append(size_type n) {
-    if (n <= capacity_ - size_) return;
-    if (n > max_size_ - size_) throw_length_error("append", n > max_size_ ? n : size_ + n);
-    reserve(size_ + n);
+    if (n <= capacity() - size()) return;
+    if (n > max_size_ - size()) throw_length_error("append", n > max_size_ ? n : size() + n);
+    reserve(size() + n);
   }
   bool try_grow_capacity(size_type n) noexcept {
-    if (n > max_size_ - size_ || !try_ensure_reserved()) return false;
-    if (!arena_.try_reserve((size_ + n) * sizeof(T))) return false;
+    if (n > max_size_ - size() || !try_ensure_reserved()) return false;
+    if (!arena_.try_reserve((size() + n) * sizeof(T))) return false;
     update_capacity();
     return true;
   }
 
   template <class... Args>
+  static constexpr bool kSlowPathByValue =
+      sizeof...(Args) == 1 &&
+      (std::is_same_v<std::remove_cvref_t<Args>, T> && ...) && std::is_trivially_copyable_v<T> &&
+      sizeof(T) <= 2 * sizeof(void*);
+
+  RESERVOIR_COLD_NOINLINE reference emplace_back_slow_value(T value) {
+    reserve_for_append(1);  // trivially copyable: constructing it cannot throw afterwards
+    T* p = std::construct_at(end_, value);
+    ++end_;
+    return *p;
+  }
+
+  template <class... Args>
   RESERVOIR_COLD_NOINLINE reference emplace_back_slow(Args&&... args) {
-    const size_type old_capacity = capacity_;
+    const size_type old_capacity = capacity();
     reserve_for_append(1);
     try {
-      T* p = std::construct_at(data_ + size_, std::forward<Args>(args)...);
-      ++size_;
+      T* p = std::construct_at(end_, std::forward<Args>(args)...);
+      ++end_;
       return *p;
     } catch (...) {
       undo_commit(old_capacity);
@@ -454,39 +476,39 @@ class DynArray {
 
   template <class Construct>
   void resize_impl(size_type n, Construct construct) {
-    if (n <= size_) {
+    if (n <= size()) {
       erase_tail(n);
       return;
     }
-    const size_type old_capacity = capacity_;
-    reserve_for_append(n - size_);
+    const size_type old_capacity = capacity();
+    reserve_for_append(n - size());
     try {
-      construct(data_ + size_, n - size_);  // destroys what it built if it throws
+      construct(end_, n - size());  // destroys what it built if it throws
     } catch (...) {
       undo_commit(old_capacity);
       throw;
     }
-    size_ = n;
+    end_ = data_ + n;
   }
 
   void erase_tail(size_type new_size) noexcept {
-    std::destroy(data_ + new_size, data_ + size_);
-    size_ = new_size;
+    std::destroy(data_ + new_size, end_);
+    end_ = data_ + new_size;
   }
 
   void destroy_all() noexcept { erase_tail(0); }
 
   void steal(DynArray& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    capacity_ = std::exchange(other.capacity_, 0);
+    end_ = std::exchange(other.end_, nullptr);
+    cap_ = std::exchange(other.cap_, nullptr);
     max_size_ = std::exchange(other.max_size_, kDefaultMaxSize);
     arena_ = std::move(other.arena_);
   }
 
   T* data_ = nullptr;
-  size_type size_ = 0;
-  size_type capacity_ = 0;
+  T* end_ = nullptr;  // one past the last element (std::vector's representation: the append
+  T* cap_ = nullptr;  // fast path compares two pointers and stores through one)
   size_type max_size_ = kDefaultMaxSize;
   Arena arena_;
 };
