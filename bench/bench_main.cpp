@@ -101,7 +101,12 @@ int child_main(int argc, char** argv) {
       rb::NoLatency none;
       rb::with_type(*type,
                     [&]<class T>() { return rb::build<T>(*container, n, options, reserve, none); });
-      std::printf("ok peak=%zu\n", pal::peak_rss());
+      const std::size_t peak = pal::peak_rss();
+      if (peak == 0) {
+        std::printf("error the OS did not report this process's peak memory\n");
+        return 3;
+      }
+      std::printf("ok peak=%zu\n", peak);
     } else if (table == "throughput") {
       rb::NoLatency none;
       std::vector<double> times;

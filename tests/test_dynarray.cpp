@@ -236,11 +236,21 @@ TEST_SUITE("dynarray") {
       CHECK_THROWS_AS((void)DynArray<int>(10), std::bad_alloc);
     }
     {
-      test::FaultGuard fault(pal::Op::reserve);
+      test::FaultGuard fault(pal::Op::reserve, 0, 1000);  // every fallback refused too
       DynArray<int> lazy;  // default construction never reserves, so never fails
       CHECK_FALSE(lazy.try_push_back(1));
       CHECK(lazy.empty());
     }
+  }
+
+  TEST_CASE("a refused default reservation falls back to a smaller one") {
+    test::FaultGuard fault(pal::Op::reserve, 0, 2);  // 64 GiB and 32 GiB are refused
+    DynArray<int> a;
+    CHECK(a.max_size() == DynArray<int>::kDefaultMaxSize);
+    a.push_back(1);
+    CHECK(a.max_size() == reservoir::kDefaultReserveBytes / 4 / sizeof(int));
+    CHECK(a.arena().reserved() >= reservoir::kDefaultReserveBytes / 4);
+    CHECK(a[0] == 1);
   }
 
   TEST_CASE("capacity follows committed memory; shrink_to_fit returns it to the OS") {

@@ -200,6 +200,7 @@ std::error_code testing::out_of_memory_error() noexcept {
 // ---- process statistics ------------------------------------------------------------------------
 
 std::size_t peak_rss() noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
 #if defined(__linux__)
   // VmHWM, not ru_maxrss: the kernel carries ru_maxrss across fork+exec from the parent.
   if (std::size_t v = read_proc_kib("/proc/self/status", "VmHWM")) return v;
@@ -214,6 +215,7 @@ std::size_t peak_rss() noexcept {
 }
 
 std::size_t current_rss() noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
 #if defined(__linux__)
   return read_proc_kib("/proc/self/status", "VmRSS");
 #elif defined(__APPLE__)
@@ -249,6 +251,7 @@ std::error_code reset_peak_rss() noexcept {
 }
 
 double cpu_seconds() noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
   struct rusage ru {};
   if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0.0;
   auto sec = [](const timeval& tv) { return double(tv.tv_sec) + double(tv.tv_usec) * 1e-6; };
@@ -256,12 +259,14 @@ double cpu_seconds() noexcept {
 }
 
 std::uint64_t minor_faults() noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
   struct rusage ru {};
   if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
   return static_cast<std::uint64_t>(ru.ru_minflt);
 }
 
 std::size_t available_memory() noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
 #if defined(__linux__)
   return read_proc_kib("/proc/meminfo", "MemAvailable");
 #elif defined(__APPLE__)

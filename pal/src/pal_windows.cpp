@@ -170,11 +170,13 @@ bool memory_counters(PROCESS_MEMORY_COUNTERS* pmc) noexcept {
 }  // namespace
 
 std::size_t peak_rss() noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
   PROCESS_MEMORY_COUNTERS pmc{};
   return memory_counters(&pmc) ? pmc.PeakWorkingSetSize : 0;
 }
 
 std::size_t current_rss() noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
   PROCESS_MEMORY_COUNTERS pmc{};
   return memory_counters(&pmc) ? pmc.WorkingSetSize : 0;
 }
@@ -184,6 +186,7 @@ std::error_code reset_peak_rss() noexcept {
 }
 
 double cpu_seconds() noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
   FILETIME created, exited, kernel, user;
   if (!::GetProcessTimes(::GetCurrentProcess(), &created, &exited, &kernel, &user)) return 0.0;
   auto sec = [](const FILETIME& ft) {
@@ -193,11 +196,13 @@ double cpu_seconds() noexcept {
 }
 
 std::uint64_t minor_faults() noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
   PROCESS_MEMORY_COUNTERS pmc{};
   return memory_counters(&pmc) ? pmc.PageFaultCount : 0;  // soft and hard faults together
 }
 
 std::size_t available_memory() noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
   MEMORYSTATUSEX status{};
   status.dwLength = sizeof(status);
   if (!::GlobalMemoryStatusEx(&status)) return 0;

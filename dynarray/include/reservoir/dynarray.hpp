@@ -24,6 +24,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <ranges>
 #include <stdexcept>
 #include <string>
@@ -49,6 +50,10 @@ namespace reservoir {
 // Reserving costs no RAM. On 32-bit systems, 256 MiB.
 inline constexpr std::size_t kDefaultReserveBytes =
     sizeof(void*) >= 8 ? (std::size_t{64} << 30) : (std::size_t{256} << 20);
+
+// If the OS refuses the default reservation (a process address-space limit such as `ulimit -v`,
+// or valgrind), a default-constructed DynArray asks for half, and so on down to this.
+inline constexpr std::size_t kMinDefaultReserveBytes = std::size_t{64} << 20;
 
 template <class T>
 class DynArray {
@@ -76,7 +81,9 @@ class DynArray {
   // ------------------------------------------------------------------------------
 
   // Empty, with max_size() == kDefaultMaxSize. Reserves lazily on the first growth, so it costs
-  // nothing and never throws.
+  // nothing and never throws. If the OS refuses the full default then, the array reserves the
+  // largest power-of-two fraction of it the OS grants (at least kMinDefaultReserveBytes) and
+  // max_size() reports that from then on.
   DynArray() noexcept = default;
 
   // Reserves room for max_size elements now. 0 is std::invalid_argument; max_size * sizeof(T)
@@ -375,22 +382,39 @@ class DynArray {
   }
 
   // Reserves the default address space on first use (default-constructed or moved-from arrays).
-  void ensure_reserved() {
-    if (!arena_.reserved()) {
-      arena_ = Arena(checked_bytes(max_size_));
-      data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
-      update_capacity();  // a reservation from the cache arrives with its first step committed
+  // If the OS refuses kDefaultReserveBytes (an address-space limit, valgrind), it halves the
+  // request down to kMinDefaultReserveBytes, and max_size() reports what was granted.
+  static std::optional<Arena> reserve_default(size_type* max_size, std::error_code* ec) noexcept {
+    for (std::size_t bytes = kDefaultReserveBytes; bytes >= kMinDefaultReserveBytes; bytes /= 2) {
+      if (bytes / sizeof(T) == 0) break;
+      if (std::optional<Arena> a = Arena::create(bytes / sizeof(T) * sizeof(T), {}, ec)) {
+        *max_size = bytes / sizeof(T);
+        return a;
+      }
     }
+    return std::nullopt;
+  }
+  void adopt(Arena&& a, size_type max_size) noexcept {
+    arena_ = std::move(a);
+    max_size_ = max_size;
+    data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
+    update_capacity();  // a reservation from the cache arrives with its first step committed
+  }
+  void ensure_reserved() {
+    if (arena_.reserved()) return;
+    size_type max_size = 0;
+    std::error_code ec;
+    std::optional<Arena> a = reserve_default(&max_size, &ec);
+    if (!a) throw OsAllocationError("reserve", kMinDefaultReserveBytes, nullptr, ec);
+    adopt(std::move(*a), max_size);
   }
   bool try_ensure_reserved() noexcept {
     if (arena_.reserved()) return true;
-    if (max_size_ > std::numeric_limits<size_type>::max() / sizeof(T)) return false;
+    size_type max_size = 0;
     std::error_code ec;
-    std::optional<Arena> a = Arena::create(max_size_ * sizeof(T), {}, &ec);
+    std::optional<Arena> a = reserve_default(&max_size, &ec);
     if (!a) return false;
-    arena_ = std::move(*a);
-    data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
-    update_capacity();
+    adopt(std::move(*a), max_size);
     return true;
   }
 

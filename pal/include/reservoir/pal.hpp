@@ -129,7 +129,9 @@ std::error_code run_process(const std::string& path, const std::vector<std::stri
 // Tests make OS calls fail on purpose. When armed for an operation, the call that would be the
 // (skip+1)-th from now fails with `error` (without calling the OS) `count` times in a row. The
 // check is one relaxed atomic load on calls that already cost a system call.
-enum class Op : unsigned { reserve, commit, decommit, release, prefault, count_ };
+// `stats` covers the process statistics (peak_rss, current_rss, cpu_seconds, minor_faults,
+// available_memory): a failed one reports 0, as when the OS will not tell.
+enum class Op : unsigned { reserve, commit, decommit, release, prefault, stats, count_ };
 
 namespace testing {
 void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept;
