@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what reservoir's builds need on Debian/Ubuntu, only if missing.
-#   scripts/install-deps.sh [base] [windows] [fuzz] [plot]      (default: base)
+#   scripts/install-deps.sh [base] [windows] [fuzz] [plot] [valgrind]     (default: base)
 set -euo pipefail
 
 groups=("$@")
@@ -13,7 +13,8 @@ for g in "${groups[@]}"; do
     windows) want+=(g++-mingw-w64-x86-64-posix wine64 doctest-dev libfmt-dev libcli11-dev) ;;
     fuzz) want+=(clang libclang-rt-14-dev) ;;
     plot) want+=(python3 python3-matplotlib) ;;
-    *) echo "install-deps.sh: unknown group '$g' (base, windows, fuzz, plot)" >&2; exit 2 ;;
+    valgrind) want+=(valgrind) ;;
+    *) echo "install-deps.sh: unknown group '$g' (base, windows, fuzz, plot, valgrind)" >&2; exit 2 ;;
   esac
 done
 

@@ -29,6 +29,8 @@ using reservoir::DynArray;
 using reservoir::OsAllocationError;
 namespace pal = reservoir::pal;
 
+#if !defined(_WIN32) && !defined(RESERVOIR_TEST_SANITIZED)
+
 namespace {
 // Prints the refusal's message for the parent to check; returns the child's exit code.
 int report_refusal(const OsAllocationError& e, std::size_t created) {
@@ -37,7 +39,6 @@ int report_refusal(const OsAllocationError& e, std::size_t created) {
 }
 }  // namespace
 
-#if !defined(_WIN32) && !defined(RESERVOIR_TEST_SANITIZED)
 
 RESERVOIR_CHILD("limits.address_space") {
   // 1. Arrays made before the limit.
