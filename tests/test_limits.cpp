@@ -39,7 +39,6 @@ int report_refusal(const OsAllocationError& e, std::size_t created) {
 }
 }  // namespace
 
-
 RESERVOIR_CHILD("limits.address_space") {
   // 1. Arrays made before the limit.
   std::vector<DynArray<int>> arrays;
