@@ -43,7 +43,8 @@ struct Config {
   std::uint64_t reserve_bytes = 0;  // DynArray reservation; 0 = the library default
   bool prefault = reservoir::ArenaOptions{}.prefault;  // the library's defaults
   bool huge_pages = reservoir::ArenaOptions{}.huge_pages;
-  std::vector<std::string> tables = {"memory", "throughput", "latency"};
+  std::vector<std::string> tables = {"memory", "throughput", "latency", "concurrent"};
+  std::vector<std::uint64_t> threads = {1, 2, 4};  // the concurrent table; empty: skip it
   std::string json, csv, markdown;
   bool quiet = false;
   double ns_per_tick = 1.0;
@@ -86,7 +87,9 @@ int child_main(int argc, char** argv) {
     std::printf("ok peak=%zu\n", pal::peak_rss());
     return 0;
   }
-  const auto container = rb::parse_enum(argv[3], rb::kAllContainers);
+  const bool concurrent = table == "concurrent";
+  const auto container = concurrent ? std::optional<rb::Container>(rb::Container::dynarray)
+                                    : rb::parse_enum(argv[3], rb::kAllContainers);
   const auto type = rb::parse_enum(argv[4], rb::kAllTypes);
   if (!container || !type) return 2;
   const std::uint64_t n = std::strtoull(argv[5], nullptr, 10);
@@ -116,6 +119,10 @@ int child_main(int argc, char** argv) {
       }
       const double total = std::accumulate(times.begin(), times.end(), 0.0);
       std::printf("ok seconds=%.9g\n", total / static_cast<double>(batch));
+    } else if (table == "concurrent") {
+      const double seconds =
+          rb::concurrent_build(argv[3], n, static_cast<unsigned>(batch), options);
+      std::printf("ok seconds=%.9g\n", seconds);
     } else if (table == "latency") {
       rb::AppendLatency rec;
       rec.ns_per_tick = ns_per_tick;
@@ -147,6 +154,7 @@ struct Result {
       : table(std::move(tbl)), container(std::move(cont)), type(std::move(typ)), size(n) {}
   std::string table, container, type;
   std::uint64_t size = 0;
+  std::uint64_t threads = 0;  // concurrent table only
   std::string status = "ok";
   std::uint64_t peak_bytes = 0, data_bytes = 0;                   // memory
   double seconds = 0, seconds_min = 0, seconds_max = 0, eps = 0;  // throughput
@@ -291,6 +299,17 @@ void run_memory(const Config& cfg, std::uint64_t idle, std::vector<Result>& out)
   progress.done();
 }
 
+// Median, min and max of the repetitions, and elements per second.
+void summarize(Result& r, std::uint64_t n) {
+  if (r.status != "ok" || r.samples.empty()) return;
+  std::vector<double> s = r.samples;
+  std::sort(s.begin(), s.end());
+  r.seconds = s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
+  r.seconds_min = s.front();
+  r.seconds_max = s.back();
+  r.eps = r.seconds > 0 ? static_cast<double>(n) / r.seconds : 0;
+}
+
 void run_throughput(const Config& cfg, std::vector<Result>& out) {
   Progress progress(!cfg.quiet);
   for (rb::Type t : cfg.types) {
@@ -312,16 +331,46 @@ void run_throughput(const Config& cfg, std::vector<Result>& out) {
         }
       }
       for (Result& r : cells) {
-        if (r.status == "ok" && !r.samples.empty()) {
-          std::vector<double> s = r.samples;
-          std::sort(s.begin(), s.end());
-          r.seconds = s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
-          r.seconds_min = s.front();
-          r.seconds_max = s.back();
-          r.eps = r.seconds > 0 ? static_cast<double>(n) / r.seconds : 0;
-        }
+        summarize(r, n);
         out.push_back(std::move(r));
       }
+    }
+  }
+  progress.done();
+}
+
+// The concurrent table's size: the largest requested size, at most 1e7 (it runs 3 contenders x
+// every thread count x reps).
+std::uint64_t concurrent_size(const Config& cfg) {
+  return std::min<std::uint64_t>(*std::max_element(cfg.sizes.begin(), cfg.sizes.end()), 10'000'000);
+}
+
+void run_concurrent(const Config& cfg, std::vector<Result>& out) {
+  Progress progress(!cfg.quiet);
+  const std::uint64_t n = concurrent_size(cfg);
+  for (std::uint64_t threads : cfg.threads) {
+    std::vector<Result> cells;
+    for (const char* c : rb::kConcurrentContainers) {
+      Result r("concurrent", c, "int", n);
+      r.threads = threads;
+      if (std::string why = skip_reason(rb::Container::vector, rb::Type::int_, n, cfg.granule);
+          !why.empty()) {
+        r.status = why;
+      }
+      cells.push_back(std::move(r));
+    }
+    for (int rep = 0; rep < cfg.reps; ++rep) {
+      for (Result& r : cells) {
+        if (r.status != "ok") continue;
+        progress.show(fmt::format("concurrent: {} threads rep {}/{} {}", threads, rep + 1, cfg.reps,
+                                  r.container));
+        auto f = run_cell(cfg, "concurrent", r.container, "int", n, threads, &r.status);
+        if (r.status == "ok") r.samples.push_back(std::stod(f["seconds"]));
+      }
+    }
+    for (Result& r : cells) {
+      summarize(r, n);
+      out.push_back(std::move(r));
     }
   }
   progress.done();
@@ -567,6 +616,33 @@ void print_latency(const Config& cfg, const std::vector<Result>& rs) {
   fmt::print("\n");
 }
 
+void print_concurrent(const Config& cfg, const std::vector<Result>& rs) {
+  fmt::print("4. Concurrent appends: T threads append {} ints in total (median of {} reps)\n\n",
+             rb::format_count(concurrent_size(cfg)), cfg.reps);
+  fmt::print("{:>8}  {:<20}{:>11}  {:>21}  {:>10}  {:>16}  {:>12}\n", "threads", "container",
+             "median", "min..max", "Melem/s", "vs vector_mutex", "vs 1 thread");
+  for (const Result& r : rs) {
+    if (r.table != "concurrent") continue;
+    if (r.status != "ok") {
+      fmt::print("{:>8}  {:<20}{}\n", r.threads, r.container, r.status);
+      continue;
+    }
+    const Result* base = nullptr;
+    const Result* single = nullptr;
+    for (const Result& o : rs) {
+      if (o.table != "concurrent" || o.status != "ok") continue;
+      if (o.container == "vector_mutex" && o.threads == r.threads) base = &o;
+      if (o.container == r.container && o.threads == 1) single = &o;
+    }
+    fmt::print("{:>8}  {:<20}{:>11}  {:>21}  {:>10.1f}  {:>16}  {:>12}\n", r.threads, r.container,
+               format_seconds(r.seconds),
+               format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max), r.eps / 1e6,
+               base && base != &r ? speed_ratio(base->seconds, r.seconds) : std::string("-"),
+               single ? fmt::format("{:.2f}x", single->seconds / r.seconds) : std::string("-"));
+  }
+  fmt::print("\n");
+}
+
 // ---- machine-readable output
 // ---------------------------------------------------------------------
 
@@ -626,7 +702,8 @@ void write_json(const std::string& path, const Context& ctx, const std::vector<R
     if (r.status == "ok") {
       if (r.table == "memory") {
         f << ", \"peak_bytes\": " << r.peak_bytes << ", \"data_bytes\": " << r.data_bytes;
-      } else if (r.table == "throughput") {
+      } else if (r.table == "throughput" || r.table == "concurrent") {
+        if (r.table == "concurrent") f << ", \"threads\": " << r.threads;
         f << ", \"seconds\": " << json_number(r.seconds)
           << ", \"seconds_min\": " << json_number(r.seconds_min)
           << ", \"seconds_max\": " << json_number(r.seconds_max)
@@ -667,7 +744,7 @@ void write_csv(const std::string& path, const std::vector<Result>& rs) {
     const bool ok = r.status == "ok";
     f << (ok && r.table == "memory" ? std::to_string(r.peak_bytes) : "") << ','
       << (ok && r.table == "memory" ? std::to_string(r.data_bytes) : "") << ',';
-    if (ok && r.table == "throughput") {
+    if (ok && (r.table == "throughput" || r.table == "concurrent")) {
       f << json_number(r.seconds) << ',' << json_number(r.seconds_min) << ','
         << json_number(r.seconds_max) << ',' << json_number(r.eps);
     } else {
@@ -725,6 +802,15 @@ void write_markdown(const std::string& path, const Config& cfg, const Context& c
               ? speed_ratio(base->seconds, r.seconds)
               : "-")
       << " |\n";
+  }
+  f << "\n## Concurrent appends (ints, median)\n\n| threads | container | size | median | Melem/s "
+       "|\n"
+       "|---|---|---|---|---|\n";
+  for (const Result& r : rs) {
+    if (r.table != "concurrent") continue;
+    f << "| " << r.threads << " | " << r.container << " | " << rb::format_count(r.size) << " | "
+      << (r.status == "ok" ? format_seconds(r.seconds) : r.status) << " | "
+      << (r.status == "ok" ? fmt::format("{:.1f}", r.eps / 1e6) : "") << " |\n";
   }
   f << "\n## Append latency\n\n| type | size | container | min | p50 | p90 | p99 | p99.9 | "
        "p99.99 | max | <=1us | <=10us | <=100us | <=1ms | <=10ms | <=100ms | >100ms |\n"
@@ -794,8 +880,12 @@ int main(int argc, char** argv) {
                "DynArray: prefault each committed step (the library default: on)");
   app.add_flag("--huge-pages,!--no-huge-pages", cfg.huge_pages,
                "DynArray: ask for transparent huge pages (the library default: off)");
-  app.add_option("--only", only, "Run one table: memory, throughput or latency")
-      ->check(CLI::IsMember({"memory", "throughput", "latency"}));
+  std::string threads = "1,2,4";
+  app.add_option("--threads", threads,
+                 "Thread counts for the concurrent-append table (empty or 0: skip it)")
+      ->capture_default_str();
+  app.add_option("--only", only, "Run one table: memory, throughput, latency or concurrent")
+      ->check(CLI::IsMember({"memory", "throughput", "latency", "concurrent"}));
   app.add_option("--json", cfg.json, "Write results as JSON (ns, bytes) to FILE");
   app.add_option("--csv", cfg.csv, "Write results as CSV to FILE");
   app.add_option("--markdown", cfg.markdown, "Write results as Markdown to FILE");
@@ -809,6 +899,13 @@ int main(int argc, char** argv) {
     cfg.max_step = rb::parse_bytes(max_step);
     if (!reserve.empty()) cfg.reserve_bytes = rb::parse_bytes(reserve);
     if (!only.empty()) cfg.tables = {only};
+    cfg.threads.clear();
+    if (!threads.empty() && threads != "0") {
+      for (std::uint64_t t : rb::parse_count_list(threads)) {
+        if (t > 256) throw std::invalid_argument("--threads: at most 256");
+        cfg.threads.push_back(t);
+      }
+    }
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::invalid_argument& e) {
@@ -849,6 +946,10 @@ int main(int argc, char** argv) {
   if (wanted("latency")) {
     run_latency(cfg, results);
     if (!cfg.quiet) print_latency(cfg, results);
+  }
+  if (wanted("concurrent") && !cfg.threads.empty()) {
+    run_concurrent(cfg, results);
+    if (!cfg.quiet) print_concurrent(cfg, results);
   }
   for (const Result& r : results) {
     if (r.status != "ok" && !cfg.quiet) {

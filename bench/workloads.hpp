@@ -4,14 +4,18 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <latch>
 #include <memory>
 #include <memory_resource>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
+#include <reservoir/concurrent_dynarray.hpp>
 #include <reservoir/reservoir.hpp>
 
 #include "clock.hpp"
@@ -178,6 +182,58 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
     }
   }
   throw std::logic_error("unknown container");
+}
+
+// ---- concurrent appends: `threads` threads append n ints in total -------------------------------
+
+inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray", "vector_mutex",
+                                                        "deque_mutex"};
+
+// Starts the threads together (a latch) and times from the start to the last join.
+template <class Append>
+double timed_concurrent(std::uint64_t n, unsigned threads, Append append) {
+  std::latch start(static_cast<std::ptrdiff_t>(threads) + 1);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    const std::uint64_t begin = n * t / threads, end = n * (t + 1) / threads;
+    pool.emplace_back([&start, &append, begin, end] {
+      start.arrive_and_wait();
+      for (std::uint64_t i = begin; i < end; ++i)
+        append(static_cast<int>(i));
+    });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  start.arrive_and_wait();
+  for (auto& th : pool)
+    th.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+inline double concurrent_build(std::string_view container, std::uint64_t n, unsigned threads,
+                               const ArenaOptions& options) {
+  if (container == "concurrent_dynarray") {
+    ConcurrentDynArray<int> a(n, options);
+    const double s = timed_concurrent(n, threads, [&a](int v) { a.push_back(v); });
+    if (a.size() != n) throw std::logic_error("concurrent_dynarray lost elements");
+    return s;
+  }
+  if (container == "vector_mutex") {
+    std::vector<int> v;
+    std::mutex m;
+    return timed_concurrent(n, threads, [&](int x) {
+      std::lock_guard lock(m);
+      v.push_back(x);
+    });
+  }
+  if (container == "deque_mutex") {
+    std::deque<int> d;
+    std::mutex m;
+    return timed_concurrent(n, threads, [&](int x) {
+      std::lock_guard lock(m);
+      d.push_back(x);
+    });
+  }
+  throw std::invalid_argument("unknown concurrent container");
 }
 
 // Calls f.template operator()<T>() with the C++ type for t.
