@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "clock.hpp"
+#include "collatz.hpp"
 #include "histogram.hpp"
 #include "parse.hpp"
 #include "workloads.hpp"
@@ -43,7 +44,7 @@ struct Config {
   std::uint64_t reserve_bytes = 0;  // DynArray reservation; 0 = the library default
   bool prefault = reservoir::ArenaOptions{}.prefault;  // the library's defaults
   bool huge_pages = reservoir::ArenaOptions{}.huge_pages;
-  std::vector<std::string> tables = {"memory", "throughput", "latency", "concurrent"};
+  std::vector<std::string> tables = {"memory", "throughput", "latency", "concurrent", "collatz"};
   std::vector<std::uint64_t> threads = {1, 2, 4};  // the concurrent table; empty: skip it
   std::string json, csv, markdown;
   bool quiet = false;
@@ -87,7 +88,7 @@ int child_main(int argc, char** argv) {
     std::printf("ok peak=%zu\n", pal::peak_rss());
     return 0;
   }
-  const bool concurrent = table == "concurrent";
+  const bool concurrent = table == "concurrent" || table == "collatz";
   const auto container = concurrent ? std::optional<rb::Container>(rb::Container::dynarray)
                                     : rb::parse_enum(argv[3], rb::kAllContainers);
   const auto type = rb::parse_enum(argv[4], rb::kAllTypes);
@@ -119,6 +120,20 @@ int child_main(int argc, char** argv) {
       }
       const double total = std::accumulate(times.begin(), times.end(), 0.0);
       std::printf("ok seconds=%.9g\n", total / static_cast<double>(batch));
+    } else if (table == "collatz") {
+      double seconds = 0;
+      if (std::string_view(argv[3]) == "concurrent_dynarray") {
+        reservoir::ConcurrentDynArray<std::uint32_t> memo(n, options);
+        seconds = collatz::with_concurrent_dynarray(n, static_cast<unsigned>(batch), memo);
+        if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
+      } else if (std::string_view(argv[3]) == "vector_shared_mutex") {
+        std::vector<std::uint32_t> memo;
+        seconds = collatz::with_vector_shared_mutex(n, static_cast<unsigned>(batch), memo);
+        if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
+      } else {
+        return 2;
+      }
+      std::printf("ok seconds=%.9g\n", seconds);
     } else if (table == "concurrent") {
       const double seconds =
           rb::concurrent_build(argv[3], n, static_cast<unsigned>(batch), options);
@@ -345,13 +360,22 @@ std::uint64_t concurrent_size(const Config& cfg) {
   return std::min<std::uint64_t>(*std::max_element(cfg.sizes.begin(), cfg.sizes.end()), 10'000'000);
 }
 
-void run_concurrent(const Config& cfg, std::vector<Result>& out) {
+// Table 4 (concurrent appends) and table 5 (the Collatz memo of Rojc & Depolli).
+void run_concurrent(const Config& cfg, const char* table, std::vector<Result>& out) {
   Progress progress(!cfg.quiet);
-  const std::uint64_t n = concurrent_size(cfg);
+  const bool collatz_table = std::string_view(table) == "collatz";
+  // The memo workload is heavier per element (and the baseline serialises): a quarter the size.
+  const std::uint64_t n = collatz_table ? std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)
+                                        : concurrent_size(cfg);
+  static const std::vector<std::string> kCollatz = {"concurrent_dynarray", "vector_shared_mutex"};
+  const std::vector<std::string> containers =
+      collatz_table ? kCollatz
+                    : std::vector<std::string>(std::begin(rb::kConcurrentContainers),
+                                               std::end(rb::kConcurrentContainers));
   for (std::uint64_t threads : cfg.threads) {
     std::vector<Result> cells;
-    for (const char* c : rb::kConcurrentContainers) {
-      Result r("concurrent", c, "int", n);
+    for (const std::string& c : containers) {
+      Result r(table, c, "int", n);
       r.threads = threads;
       if (std::string why = skip_reason(rb::Container::vector, rb::Type::int_, n, cfg.granule);
           !why.empty()) {
@@ -362,9 +386,9 @@ void run_concurrent(const Config& cfg, std::vector<Result>& out) {
     for (int rep = 0; rep < cfg.reps; ++rep) {
       for (Result& r : cells) {
         if (r.status != "ok") continue;
-        progress.show(fmt::format("concurrent: {} threads rep {}/{} {}", threads, rep + 1, cfg.reps,
+        progress.show(fmt::format("{}: {} threads rep {}/{} {}", table, threads, rep + 1, cfg.reps,
                                   r.container));
-        auto f = run_cell(cfg, "concurrent", r.container, "int", n, threads, &r.status);
+        auto f = run_cell(cfg, table, r.container, "int", n, threads, &r.status);
         if (r.status == "ok") r.samples.push_back(std::stod(f["seconds"]));
       }
     }
@@ -616,13 +640,22 @@ void print_latency(const Config& cfg, const std::vector<Result>& rs) {
   fmt::print("\n");
 }
 
-void print_concurrent(const Config& cfg, const std::vector<Result>& rs) {
-  fmt::print("4. Concurrent appends: T threads append {} ints in total (median of {} reps)\n\n",
-             rb::format_count(concurrent_size(cfg)), cfg.reps);
-  fmt::print("{:>8}  {:<20}{:>11}  {:>21}  {:>10}  {:>16}  {:>12}\n", "threads", "container",
-             "median", "min..max", "Melem/s", "vs vector_mutex", "vs 1 thread");
+void print_concurrent(const Config& cfg, const char* table, const std::vector<Result>& rs) {
+  const bool collatz_table = std::string_view(table) == "collatz";
+  const char* base_name = collatz_table ? "vector_shared_mutex" : "vector_mutex";
+  if (collatz_table) {
+    fmt::print(
+        "5. Collatz memo (Rojc & Depolli): orbit lengths of 1..{} in one growing array shared "
+        "by T threads\n   (median of {} reps)\n\n",
+        rb::format_count(std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)), cfg.reps);
+  } else {
+    fmt::print("4. Concurrent appends: T threads append {} ints in total (median of {} reps)\n\n",
+               rb::format_count(concurrent_size(cfg)), cfg.reps);
+  }
+  fmt::print("{:>8}  {:<20}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",
+             "median", "min..max", "Melem/s", fmt::format("vs {}", base_name), "vs 1 thread");
   for (const Result& r : rs) {
-    if (r.table != "concurrent") continue;
+    if (r.table != table) continue;
     if (r.status != "ok") {
       fmt::print("{:>8}  {:<20}{}\n", r.threads, r.container, r.status);
       continue;
@@ -630,11 +663,11 @@ void print_concurrent(const Config& cfg, const std::vector<Result>& rs) {
     const Result* base = nullptr;
     const Result* single = nullptr;
     for (const Result& o : rs) {
-      if (o.table != "concurrent" || o.status != "ok") continue;
-      if (o.container == "vector_mutex" && o.threads == r.threads) base = &o;
+      if (o.table != table || o.status != "ok") continue;
+      if (o.container == base_name && o.threads == r.threads) base = &o;
       if (o.container == r.container && o.threads == 1) single = &o;
     }
-    fmt::print("{:>8}  {:<20}{:>11}  {:>21}  {:>10.1f}  {:>16}  {:>12}\n", r.threads, r.container,
+    fmt::print("{:>8}  {:<20}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
                format_seconds(r.seconds),
                format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max), r.eps / 1e6,
                base && base != &r ? speed_ratio(base->seconds, r.seconds) : std::string("-"),
@@ -702,8 +735,8 @@ void write_json(const std::string& path, const Context& ctx, const std::vector<R
     if (r.status == "ok") {
       if (r.table == "memory") {
         f << ", \"peak_bytes\": " << r.peak_bytes << ", \"data_bytes\": " << r.data_bytes;
-      } else if (r.table == "throughput" || r.table == "concurrent") {
-        if (r.table == "concurrent") f << ", \"threads\": " << r.threads;
+      } else if (r.table == "throughput" || r.table == "concurrent" || r.table == "collatz") {
+        if (r.table != "throughput") f << ", \"threads\": " << r.threads;
         f << ", \"seconds\": " << json_number(r.seconds)
           << ", \"seconds_min\": " << json_number(r.seconds_min)
           << ", \"seconds_max\": " << json_number(r.seconds_max)
@@ -744,7 +777,7 @@ void write_csv(const std::string& path, const std::vector<Result>& rs) {
     const bool ok = r.status == "ok";
     f << (ok && r.table == "memory" ? std::to_string(r.peak_bytes) : "") << ','
       << (ok && r.table == "memory" ? std::to_string(r.data_bytes) : "") << ',';
-    if (ok && (r.table == "throughput" || r.table == "concurrent")) {
+    if (ok && (r.table == "throughput" || r.table == "concurrent" || r.table == "collatz")) {
       f << json_number(r.seconds) << ',' << json_number(r.seconds_min) << ','
         << json_number(r.seconds_max) << ',' << json_number(r.eps);
     } else {
@@ -884,8 +917,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "Thread counts for the concurrent-append table (empty or 0: skip it)")
       ->capture_default_str();
-  app.add_option("--only", only, "Run one table: memory, throughput, latency or concurrent")
-      ->check(CLI::IsMember({"memory", "throughput", "latency", "concurrent"}));
+  app.add_option("--only", only,
+                 "Run one table: memory, throughput, latency, concurrent or collatz")
+      ->check(CLI::IsMember({"memory", "throughput", "latency", "concurrent", "collatz"}));
   app.add_option("--json", cfg.json, "Write results as JSON (ns, bytes) to FILE");
   app.add_option("--csv", cfg.csv, "Write results as CSV to FILE");
   app.add_option("--markdown", cfg.markdown, "Write results as Markdown to FILE");
@@ -947,9 +981,11 @@ int main(int argc, char** argv) {
     run_latency(cfg, results);
     if (!cfg.quiet) print_latency(cfg, results);
   }
-  if (wanted("concurrent") && !cfg.threads.empty()) {
-    run_concurrent(cfg, results);
-    if (!cfg.quiet) print_concurrent(cfg, results);
+  for (const char* table : {"concurrent", "collatz"}) {
+    if (wanted(table) && !cfg.threads.empty()) {
+      run_concurrent(cfg, table, results);
+      if (!cfg.quiet) print_concurrent(cfg, table, results);
+    }
   }
   for (const Result& r : results) {
     if (r.status != "ok" && !cfg.quiet) {

@@ -142,20 +142,22 @@ TEST_SUITE("bench_smoke") {
   TEST_CASE("reservoir-bench runs every requested cell and writes sane JSON") {
     const std::string json_file = "bench_smoke.json";
     pal::ProcessResult r;
-    REQUIRE_FALSE(
-        pal::run_process(bench_path(),
-                         // A 1 GiB reservation: Wine keeps one byte per reserved page,
-                         // so the default 64 GiB costs 16 MiB of RSS there (not on
-                         // Windows itself); the band below is about the data.
-                         {"--sizes", "1e3,1e6", "--reps", "2", "--reserve", "1G", "--json",
-                          json_file, "--markdown", "bench_smoke.md", "--csv", "bench_smoke.csv"},
-                         &r));
+    REQUIRE_FALSE(pal::run_process(
+        bench_path(),
+        // A 1 GiB reservation: Wine keeps one byte per reserved page,
+        // so the default 64 GiB costs 16 MiB of RSS there (not on
+        // Windows itself); the band below is about the data.
+        {"--sizes", "1e3,1e6", "--reps", "2", "--reserve", "1G", "--threads", "1,2", "--json",
+         json_file, "--markdown", "bench_smoke.md", "--csv", "bench_smoke.csv"},
+        &r));
     INFO(r.output);
     REQUIRE(r.exited);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("1. Peak memory") != std::string::npos);
     CHECK(r.output.find("2. Throughput") != std::string::npos);
     CHECK(r.output.find("3. Append latency") != std::string::npos);
+    CHECK(r.output.find("4. Concurrent appends") != std::string::npos);
+    CHECK(r.output.find("5. Collatz memo") != std::string::npos);
     std::ifstream in(json_file);
     REQUIRE(in.good());
     std::stringstream text;
@@ -167,6 +169,7 @@ TEST_SUITE("bench_smoke") {
       CHECK(doc["context"].has(key));
     }
     std::set<std::tuple<std::string, std::string, std::string, double>> cells;
+    int threaded_cells = 0;
     for (const auto& res : doc["results"].arr) {
       const std::string table = res["table"].str;
       CAPTURE(table);
@@ -184,12 +187,17 @@ TEST_SUITE("bench_smoke") {
           CHECK(res["peak_bytes"].num > 3.0e6);
           CHECK(res["peak_bytes"].num < 12.0e6);
         }
-      } else if (table == "throughput") {
+      } else if (table == "throughput" || table == "concurrent" || table == "collatz") {
+        if (table != "throughput") {
+          CHECK((res["threads"].num == 1 || res["threads"].num == 2));
+          CHECK(res["type"].str == "int");
+        }
         CHECK(res["seconds"].num > 0);
         CHECK(res["seconds_min"].num <= res["seconds"].num);
         CHECK(res["seconds"].num <= res["seconds_max"].num);
         CHECK(res["elements_per_second"].num > 0);
         CHECK(res["samples"].arr.size() == 2);
+        if (table != "throughput") ++threaded_cells;
       } else {
         REQUIRE(table == "latency");
         const auto& l = res["latency_ns"];
@@ -206,7 +214,10 @@ TEST_SUITE("bench_smoke") {
         CHECK(res["appends"].num >= res["size"].num);
       }
     }
-    CHECK(cells.size() == 3 * 4 * 3 * 2);  // tables x containers x types x sizes
+    // memory, throughput, latency: 4 containers x 3 types x 2 sizes each; concurrent: 3 containers
+    // x 2 thread counts; collatz: 2 x 2 (cells differ by thread count, counted by container here).
+    CHECK(cells.size() == 3 * 4 * 3 * 2 + 3 + 2);
+    CHECK(threaded_cells == 3 * 2 + 2 * 2);
   }
 
   TEST_CASE("reservoir-bench rejects bad arguments with a clear message") {

@@ -86,6 +86,20 @@ class ConcurrentDynArray {
   size_type push_back(const T& value) { return emplace_back(value); }
   size_type push_back(T&& value) { return emplace_back(std::move(value)); }
 
+  // Claims the next slot i and constructs make(i) in it: for values that depend on their own
+  // index (a memo table: element i describes the number i). make must not throw (it runs after
+  // the claim, so a throw would leave a hole); it may read any published element. Later slots
+  // are published only after this one, so a slow make delays visibility, never correctness.
+  template <class Make>
+  size_type emplace_back_with(Make&& make) {
+    static_assert(std::is_nothrow_invocable_r_v<T, Make&, size_type>,
+                  "emplace_back_with needs a noexcept make(index) returning T");
+    const size_type i = claim();
+    std::construct_at(data_ + i, make(i));
+    publish(i);
+    return i;
+  }
+
   // As emplace_back, but std::nullopt instead of throwing for capacity or OS reasons.
   template <class... Args>
   std::optional<size_type> try_emplace_back(Args&&... args) {

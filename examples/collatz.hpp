@@ -1,0 +1,96 @@
+// The Collatz orbit-length workload of Rojc & Depolli, shared by examples/collatz.cpp and
+// reservoir-bench: the orbit length of every n in 1..N, memoised in one growing array shared by
+// all threads. Element i holds the orbit length of i+1; a thread computing n follows the orbit
+// until it drops into the known prefix and adds the memoised length.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <vector>
+
+#include <reservoir/concurrent_dynarray.hpp>
+
+namespace collatz {
+
+inline std::uint64_t step(std::uint64_t x) {
+  return x % 2 ? 3 * x + 1 : x / 2;
+}
+
+// Orbit length of n (steps to reach 1), using lookup(j) = length of j+1 for numbers 1..known.
+template <class Lookup>
+std::uint32_t orbit_length(std::uint64_t n, std::uint64_t known, Lookup lookup) noexcept {
+  std::uint32_t steps = 0;
+  for (std::uint64_t x = n; x != 1; x = step(x), ++steps) {
+    if (x < n && x <= known) return steps + lookup(x - 1);
+  }
+  return steps;
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// ConcurrentDynArray: each append computes the length of the number its slot stands for; memo
+// lookups read the published prefix with no lock. Returns seconds.
+inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
+                                       reservoir::ConcurrentDynArray<std::uint32_t>& memo) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&memo, n, threads, t] {
+      for (std::uint64_t k = t; k < n; k += threads) {
+        memo.emplace_back_with([&memo](std::size_t i) noexcept {
+          const std::uint64_t known = memo.size();  // published: safe to read without a lock
+          return orbit_length(i + 1, known, [&memo](std::uint64_t j) { return memo[j]; });
+        });
+      }
+    });
+  }
+  for (auto& th : pool)
+    th.join();
+  return seconds_since(t0);
+}
+
+// std::vector + std::shared_mutex: lookups under a shared lock, appends in order under an
+// exclusive one (a thread whose number is not next waits its turn). Returns seconds.
+inline double with_vector_shared_mutex(std::uint64_t n, unsigned threads,
+                                       std::vector<std::uint32_t>& vec) {
+  std::shared_mutex mutex;
+  std::uint64_t next = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (;;) {
+        std::uint64_t mine;
+        {
+          std::unique_lock lock(mutex);
+          if (next > n) return;
+          mine = next++;
+        }
+        std::uint32_t len;
+        {
+          std::shared_lock lock(mutex);
+          len = orbit_length(mine, vec.size(), [&vec](std::uint64_t j) { return vec[j]; });
+        }
+        for (;;) {
+          std::unique_lock lock(mutex);
+          if (vec.size() == mine - 1) {
+            vec.push_back(len);
+            break;
+          }
+          lock.unlock();
+          std::this_thread::yield();
+        }
+      }
+    });
+  }
+  for (auto& th : pool)
+    th.join();
+  return seconds_since(t0);
+}
+
+}  // namespace collatz
