@@ -209,6 +209,17 @@ double timed_concurrent(std::uint64_t n, unsigned threads, Append append) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// A standard container behind one std::mutex: the usual way to share it between appenders.
+template <class Cont>
+double locked_build(std::uint64_t n, unsigned threads) {
+  Cont c;
+  std::mutex m;
+  return timed_concurrent(n, threads, [&](int x) {
+    std::lock_guard lock(m);
+    c.push_back(x);
+  });
+}
+
 inline double concurrent_build(std::string_view container, std::uint64_t n, unsigned threads,
                                const ArenaOptions& options) {
   if (container == "concurrent_dynarray") {
@@ -217,22 +228,8 @@ inline double concurrent_build(std::string_view container, std::uint64_t n, unsi
     if (a.size() != n) throw std::logic_error("concurrent_dynarray lost elements");
     return s;
   }
-  if (container == "vector_mutex") {
-    std::vector<int> v;
-    std::mutex m;
-    return timed_concurrent(n, threads, [&](int x) {
-      std::lock_guard lock(m);
-      v.push_back(x);
-    });
-  }
-  if (container == "deque_mutex") {
-    std::deque<int> d;
-    std::mutex m;
-    return timed_concurrent(n, threads, [&](int x) {
-      std::lock_guard lock(m);
-      d.push_back(x);
-    });
-  }
+  if (container == "vector_mutex") return locked_build<std::vector<int>>(n, threads);
+  if (container == "deque_mutex") return locked_build<std::deque<int>>(n, threads);
   throw std::invalid_argument("unknown concurrent container");
 }
 

@@ -9,7 +9,8 @@ groups=("$@")
 want=()
 for g in "${groups[@]}"; do
   case "$g" in
-    base) want+=(cmake ninja-build g++ clang git pkg-config doctest-dev libfmt-dev libcli11-dev) ;;
+    base) want+=(cmake ninja-build g++ clang libclang-rt-14-dev git pkg-config doctest-dev libfmt-dev
+                 libcli11-dev) ;;
     windows) want+=(g++-mingw-w64-x86-64-posix wine64 doctest-dev libfmt-dev libcli11-dev) ;;
     fuzz) want+=(clang libclang-rt-14-dev) ;;
     plot) want+=(python3 python3-matplotlib) ;;

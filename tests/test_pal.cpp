@@ -128,6 +128,26 @@ TEST_SUITE("pal") {
     CHECK(pal::current_rss() <= rss_touched - n + 4 * kMiB);
   }
 
+  TEST_CASE("reset_peak_rss restarts the peak from the current RSS, where the OS can") {
+    {
+      Reservation r(64 * kMiB);
+      REQUIRE_FALSE(pal::commit(r.base, 64 * kMiB));
+      touch(r.bytes(), 64 * kMiB);
+      REQUIRE_FALSE(pal::decommit(r.base, 64 * kMiB));
+    }
+    const std::size_t peak = pal::peak_rss();
+    const std::error_code ec = pal::reset_peak_rss();
+#if defined(__linux__)
+    REQUIRE_FALSE(ec);
+    // The 64 MiB are gone, so the restarted peak is well below the old one.
+    CHECK(pal::peak_rss() + 32 * kMiB < peak);
+    CHECK(pal::peak_rss() >= pal::current_rss() - kMiB);
+#else
+    CHECK(ec == std::errc::not_supported);
+    CHECK(pal::peak_rss() >= peak);
+#endif
+  }
+
   TEST_CASE("CPU time and minor faults advance") {
     const double cpu0 = pal::cpu_seconds();
     const std::uint64_t faults0 = pal::minor_faults();

@@ -162,16 +162,10 @@ class ConcurrentDynArray {
     }
   }
   std::optional<size_type> try_claim() noexcept {
-    for (;;) {
-      size_type i = claimed_.load(std::memory_order_relaxed);
-      while (i < capacity_.load(std::memory_order_acquire)) {
-        if (claimed_.compare_exchange_weak(i, i + 1, std::memory_order_relaxed)) return i;
-      }
-      try {
-        grow(i);
-      } catch (...) {  // length_error or OsAllocationError: both are "no"
-        return std::nullopt;
-      }
+    try {
+      return claim();
+    } catch (...) {  // length_error or OsAllocationError: both are "no"
+      return std::nullopt;
     }
   }
 
