@@ -652,12 +652,12 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
     fmt::print("4. Concurrent appends: T threads append {} ints in total (median of {} reps)\n\n",
                rb::format_count(concurrent_size(cfg)), cfg.reps);
   }
-  fmt::print("{:>8}  {:<20}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",
+  fmt::print("{:>8}  {:<22}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",
              "median", "min..max", "Melem/s", fmt::format("vs {}", base_name), "vs 1 thread");
   for (const Result& r : rs) {
     if (r.table != table) continue;
     if (r.status != "ok") {
-      fmt::print("{:>8}  {:<20}{}\n", r.threads, r.container, r.status);
+      fmt::print("{:>8}  {:<22}{}\n", r.threads, r.container, r.status);
       continue;
     }
     const Result* base = nullptr;
@@ -667,7 +667,7 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
       if (o.container == base_name && o.threads == r.threads) base = &o;
       if (o.container == r.container && o.threads == 1) single = &o;
     }
-    fmt::print("{:>8}  {:<20}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
+    fmt::print("{:>8}  {:<22}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
                format_seconds(r.seconds),
                format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max), r.eps / 1e6,
                base && base != &r ? speed_ratio(base->seconds, r.seconds) : std::string("-"),

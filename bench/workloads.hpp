@@ -16,6 +16,9 @@
 #include <vector>
 
 #include <reservoir/concurrent_dynarray.hpp>
+#if defined(RESERVOIR_BENCH_HAVE_TBB)
+#include <tbb/concurrent_vector.h>
+#endif
 #include <reservoir/reservoir.hpp>
 
 #include "clock.hpp"
@@ -186,8 +189,13 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
 
 // ---- concurrent appends: `threads` threads append n ints in total -------------------------------
 
+#if defined(RESERVOIR_BENCH_HAVE_TBB)
+inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray", "vector_mutex",
+                                                        "deque_mutex", "tbb_concurrent_vector"};
+#else
 inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray", "vector_mutex",
                                                         "deque_mutex"};
+#endif
 
 // Starts the threads together (a latch) and times from the start to the last join.
 template <class Append>
@@ -230,6 +238,14 @@ inline double concurrent_build(std::string_view container, std::uint64_t n, unsi
   }
   if (container == "vector_mutex") return locked_build<std::vector<int>>(n, threads);
   if (container == "deque_mutex") return locked_build<std::deque<int>>(n, threads);
+#if defined(RESERVOIR_BENCH_HAVE_TBB)
+  if (container == "tbb_concurrent_vector") {
+    tbb::concurrent_vector<int> v;
+    const double s = timed_concurrent(n, threads, [&v](int x) { v.push_back(x); });
+    if (v.size() != n) throw std::logic_error("tbb_concurrent_vector lost elements");
+    return s;
+  }
+#endif
   throw std::invalid_argument("unknown concurrent container");
 }
 

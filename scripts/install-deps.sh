@@ -10,7 +10,7 @@ want=()
 for g in "${groups[@]}"; do
   case "$g" in
     base) want+=(cmake ninja-build g++ clang libclang-rt-14-dev git pkg-config doctest-dev libfmt-dev
-                 libcli11-dev) ;;
+                 libcli11-dev libtbb-dev) ;;
     windows) want+=(g++-mingw-w64-x86-64-posix wine64 doctest-dev libfmt-dev libcli11-dev) ;;
     fuzz) want+=(clang libclang-rt-14-dev) ;;
     plot) want+=(python3 python3-matplotlib) ;;

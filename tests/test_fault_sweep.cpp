@@ -226,14 +226,14 @@ std::uint64_t arena_sequence(std::uint32_t seed) {
         case 1: {
           const std::size_t n = rng() % 40'000;  // sometimes past the reservation
           auto* p = static_cast<unsigned char*>(a.grow(n));
-          std::memset(p, fill, n);
+          if (n) std::memset(p, fill, n);
           model.insert(model.end(), n, fill);
           break;
         }
         case 2: {
           const std::size_t n = rng() % 20'000;
           if (auto* p = static_cast<unsigned char*>(a.try_grow(n))) {
-            std::memset(p, fill, n);
+            if (n) std::memset(p, fill, n);
             model.insert(model.end(), n, fill);
           } else {
             failed = true;
@@ -246,9 +246,11 @@ std::uint64_t arena_sequence(std::uint32_t seed) {
           auto* p = static_cast<unsigned char*>(a.allocate(n, align));
           REQUIRE(reinterpret_cast<std::uintptr_t>(p) % align == 0);
           model.resize(static_cast<std::size_t>(p - reinterpret_cast<unsigned char*>(a.base())), 0);
-          // Padding bytes are whatever the arena held: copy them into the model.
-          std::memcpy(model.data() + size, a.base() + size, model.size() - size);
-          std::memset(p, fill, n);
+          // Padding bytes are whatever the arena held: copy them into the model. (Zero-length
+          // memcpy/memset with a null pointer is still undefined: guard them.)
+          if (model.size() > size)
+            std::memcpy(model.data() + size, a.base() + size, model.size() - size);
+          if (n) std::memset(p, fill, n);
           model.insert(model.end(), n, fill);
           break;
         }
