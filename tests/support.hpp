@@ -13,6 +13,20 @@
 #include <reservoir/arena.hpp>
 #include <reservoir/pal.hpp>
 
+// ThreadSanitizer keeps shadow memory proportional to the memory a program touches, so RSS rises
+// by about twice the bytes written: upper bounds on RSS do not hold in that build.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+
 namespace test {
 
 // Counts every construction and destruction; can be told to throw on the n-th construction.

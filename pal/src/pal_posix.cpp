@@ -4,6 +4,7 @@
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -326,11 +327,19 @@ std::string self_executable_path() {
 }
 
 std::string self_reexec_path() {
+  std::string path = self_executable_path();
 #if defined(__linux__)
-  return "/proc/self/exe";
-#else
-  return self_executable_path();
+  // "/proc/self/exe" is the running image even after its file was replaced, but only when it is
+  // the program itself: under valgrind it is valgrind's tool, while readlink reports the client.
+  struct stat link_target {
+  }, reported{};
+  if (::stat("/proc/self/exe", &link_target) == 0 && ::stat(path.c_str(), &reported) == 0 &&
+      link_target.st_dev == reported.st_dev && link_target.st_ino == reported.st_ino) {
+    return "/proc/self/exe";
+  }
+  if (path.empty()) return "/proc/self/exe";
 #endif
+  return path;
 }
 
 std::error_code run_process(const std::string& path, const std::vector<std::string>& args,

@@ -112,9 +112,13 @@ class DynArray {
 
   ~DynArray() { destroy_all(); }
 
-  // A copy of every element in a new reservation of the same max_size() and options.
+  // A copy of every element in a new reservation of the same max_size() and options (for a
+  // default-constructed array: the default reservation, which may fall back to less).
   DynArray clone() const {
-    DynArray copy = arena_.reserved() ? DynArray(max_size_, arena_.options()) : DynArray();
+    // A default-reserved array's copy is reserved the default way too (with its fallback).
+    DynArray copy = arena_.reserved() && !default_reservation_
+                        ? DynArray(max_size_, arena_.options())
+                        : DynArray();
     copy.max_size_ = max_size_;
     copy.append_range(*this);
     return copy;
@@ -342,6 +346,7 @@ class DynArray {
     swap(cap_, other.cap_);
     swap(max_size_, other.max_size_);
     swap(arena_, other.arena_);
+    swap(default_reservation_, other.default_reservation_);
   }
   friend void swap(DynArray& a, DynArray& b) noexcept { a.swap(b); }
 
@@ -397,6 +402,7 @@ class DynArray {
   void adopt(Arena&& a, size_type max_size) noexcept {
     arena_ = std::move(a);
     max_size_ = max_size;
+    default_reservation_ = true;
     data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
     update_capacity();  // a reservation from the cache arrives with its first step committed
   }
@@ -528,6 +534,7 @@ class DynArray {
     cap_ = std::exchange(other.cap_, nullptr);
     max_size_ = std::exchange(other.max_size_, kDefaultMaxSize);
     arena_ = std::move(other.arena_);
+    default_reservation_ = std::exchange(other.default_reservation_, false);
   }
 
   T* data_ = nullptr;
@@ -535,6 +542,7 @@ class DynArray {
   T* cap_ = nullptr;  // fast path compares two pointers and stores through one)
   size_type max_size_ = kDefaultMaxSize;
   Arena arena_;
+  bool default_reservation_ = false;  // reserved lazily, the default way
 };
 
 }  // namespace reservoir

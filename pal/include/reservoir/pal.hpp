@@ -116,8 +116,8 @@ struct ProcessResult {
 std::string self_executable_path();
 
 // What to execute to start another copy of this very program: on Linux "/proc/self/exe", which
-// names the running image even if its file was replaced since (a rebuild during a bench run);
-// elsewhere self_executable_path().
+// names the running image even if its file was replaced since (a rebuild during a bench run),
+// unless that is not the program itself (under valgrind); otherwise self_executable_path().
 std::string self_reexec_path();
 
 // Runs `path` with `args` (argv[1..]), captures its stdout, waits for it. stderr is inherited.
