@@ -1,10 +1,10 @@
 // The contenders and element types the bench compares, and the one loop that builds them.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <latch>
 #include <memory>
 #include <memory_resource>
 #include <mutex>
@@ -197,21 +197,27 @@ inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray", "
                                                         "deque_mutex"};
 #endif
 
-// Starts the threads together (a latch) and times from the start to the last join.
+// Starts the threads together and times from the start to the last join. The start gate is two
+// atomics rather than std::latch: MinGW's libstdc++ 12 latch wait hung under Wine.
 template <class Append>
 double timed_concurrent(std::uint64_t n, unsigned threads, Append append) {
-  std::latch start(static_cast<std::ptrdiff_t>(threads) + 1);
+  std::atomic<unsigned> arrived{0};
+  std::atomic<bool> go{false};
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) {
     const std::uint64_t begin = n * t / threads, end = n * (t + 1) / threads;
-    pool.emplace_back([&start, &append, begin, end] {
-      start.arrive_and_wait();
+    pool.emplace_back([&arrived, &go, &append, begin, end] {
+      arrived.fetch_add(1, std::memory_order_acq_rel);
+      while (!go.load(std::memory_order_acquire))
+        std::this_thread::yield();
       for (std::uint64_t i = begin; i < end; ++i)
         append(static_cast<int>(i));
     });
   }
+  while (arrived.load(std::memory_order_acquire) < threads)
+    std::this_thread::yield();
   const auto t0 = std::chrono::steady_clock::now();
-  start.arrive_and_wait();
+  go.store(true, std::memory_order_release);
   for (auto& th : pool)
     th.join();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -13,7 +13,38 @@
 
 #include <reservoir/concurrent_dynarray.hpp>
 
+#if defined(__MINGW32__)
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+#endif
+
 namespace collatz {
+
+#if defined(__MINGW32__)
+// MinGW's std::shared_mutex is winpthreads' pthread_rwlock, which deadlocks now and then under
+// contention (msys2 MINGW-packages issue 3319; we saw 4 hangs in 40 runs of this example under
+// Wine). MSVC's std::shared_mutex is a Windows SRWLOCK; this is the same, so the Windows baseline
+// is what MSVC users get.
+class SharedMutex {
+ public:
+  void lock() noexcept { ::AcquireSRWLockExclusive(&lock_); }
+  bool try_lock() noexcept { return ::TryAcquireSRWLockExclusive(&lock_) != 0; }
+  void unlock() noexcept { ::ReleaseSRWLockExclusive(&lock_); }
+  void lock_shared() noexcept { ::AcquireSRWLockShared(&lock_); }
+  bool try_lock_shared() noexcept { return ::TryAcquireSRWLockShared(&lock_) != 0; }
+  void unlock_shared() noexcept { ::ReleaseSRWLockShared(&lock_); }
+
+ private:
+  SRWLOCK lock_ = SRWLOCK_INIT;
+};
+#else
+using SharedMutex = std::shared_mutex;
+#endif
 
 inline std::uint64_t step(std::uint64_t x) {
   return x % 2 ? 3 * x + 1 : x / 2;
@@ -58,7 +89,7 @@ inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
 // exclusive one (a thread whose number is not next waits its turn). Returns seconds.
 inline double with_vector_shared_mutex(std::uint64_t n, unsigned threads,
                                        std::vector<std::uint32_t>& vec) {
-  std::shared_mutex mutex;
+  SharedMutex mutex;
   std::uint64_t next = 1;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
