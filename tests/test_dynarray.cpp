@@ -182,6 +182,36 @@ TEST_SUITE("dynarray") {
     CHECK(Tracked::live() == 0);
   }
 
+  TEST_CASE("the strong guarantee holds exactly with a granule that is not a power of two") {
+    // Steps grow with the array; they must stay whole granules, or undoing a commit would round
+    // to a different length than the array had before the failed append.
+    reservoir::ArenaOptions o;
+    o.commit_granule = 3 * pal::page_size();
+    Tracked::reset();
+    {
+      DynArray<Tracked> a(4'000'000, o);
+      int failures = 0;
+      while (a.arena().committed() < 4 * reservoir::kDefaultMaxCommitStep) {
+        fill_to_capacity(a);
+        const std::size_t size = a.size(), capacity = a.capacity();
+        const std::size_t committed = a.arena().committed();
+        REQUIRE(committed % a.arena().commit_granule() == 0);
+        Tracked::throw_countdown = 0;
+        REQUIRE_THROWS_AS(a.emplace_back(-1), std::runtime_error);
+        ++failures;
+        REQUIRE(a.size() == size);
+        REQUIRE(a.capacity() == capacity);
+        REQUIRE(a.arena().committed() == committed);
+        a.emplace_back(static_cast<int>(size));
+      }
+      CHECK(a.arena().commit_step() > a.arena().commit_granule());
+      CHECK(failures > 20);
+      for (std::size_t i = 0; i < a.size(); ++i)
+        REQUIRE(a[i].value == static_cast<int>(i));
+    }
+    CHECK(Tracked::live() == 0);
+  }
+
   TEST_CASE("filled to its real capacity, one more append is refused and nothing is lost") {
     DynArray<int> a(100'000);
     CHECK(a.max_size() == 100'000);

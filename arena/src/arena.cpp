@@ -67,7 +67,11 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
                 page, &l.max_step)) {
     return std::errc::invalid_argument;
   }
-  l.max_step = std::max(l.max_step, l.granule);
+  // Every step is a whole number of granules, so committed() always is one too (up to the
+  // reservation's end) and trimming to a granule boundary can restore any earlier length exactly.
+  if (!round_up(std::max(l.max_step, l.granule), l.granule, &l.max_step)) {
+    return std::errc::invalid_argument;
+  }
   l.guard = options.guard_pages ? page : 0;
   if (max_bytes > kMaxReservation || !round_up(max_bytes, page, &l.usable)) {
     return std::errc::value_too_large;
@@ -365,10 +369,10 @@ void swap(Arena& a, Arena& b) noexcept {
 // ----------------------------------------------------------------------------------
 
 std::size_t Arena::commit_step() const noexcept {
-  // committed/8 rounded down to a power of two (a multiple of the page size, which is one too),
-  // between the first granule and the cap.
-  const std::size_t grown = committed_ / 8 >= 1 ? std::bit_floor(committed_ / 8) : 0;
-  return std::clamp(grown, granule_, max_step_);
+  // committed/8 rounded down to a power-of-two number of granules, between one granule and the
+  // cap (itself a whole number of granules).
+  const std::size_t granules = committed_ / 8 / granule_;
+  return std::min(granules > 1 ? granule_ * std::bit_floor(granules) : granule_, max_step_);
 }
 
 std::size_t Arena::commit_target(std::size_t bytes) const noexcept {

@@ -43,11 +43,12 @@ struct ArenaOptions {
   // takes the address-space lock) but up to one step of committed, unused memory.
   std::size_t commit_granule = 0;
 
-  // Steps grow with the arena: once committed() is large, a step is committed()/8 (a power of
-  // two) up to this cap, so a large array takes few commit calls while a small one never holds
-  // more than one granule unused. 0 means kDefaultMaxCommitStep; set it equal to commit_granule
-  // for fixed steps. With the default, arenas of 4 MiB or more are aligned to 2 MiB so that their
-  // 2 MiB steps can be backed by transparent huge pages.
+  // Steps grow with the arena: once committed() is large, a step is committed()/8 (rounded down
+  // to a power-of-two number of granules) up to this cap (rounded up to whole granules), so a
+  // large array takes few commit calls while a small one never holds more than one granule
+  // unused. 0 means kDefaultMaxCommitStep; set it equal to commit_granule for fixed steps. With the
+  // default, arenas of 4 MiB or more are aligned to 2 MiB so that their 2 MiB steps can be backed
+  // by transparent huge pages.
   std::size_t max_commit_step = 0;
 
   // Keep one never-committed page directly below base() and directly above the reservation, so
