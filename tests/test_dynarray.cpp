@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <random>
 #include <ranges>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,6 +93,49 @@ TEST_SUITE("dynarray") {
     DynArray<int> init{4, 5, 6};
     CHECK(init.size() == 3);
     CHECK(init[2] == 6);
+  }
+
+  TEST_CASE("assign and the iterator constructor behave like std::vector's; the base stays") {
+    std::vector<std::string> words = {"alpha", "beta", "gamma", "delta"};
+    DynArray<std::string> a(words.begin(), words.end());
+    CHECK(std::ranges::equal(a, words));
+    const std::string* base = a.data();
+    a.assign(3, a[1]);  // the value may be one of the array's own elements
+    CHECK(std::ranges::equal(a, std::vector<std::string>(3, "beta")));
+    a.assign({"x", "y"});
+    CHECK(std::ranges::equal(a, std::vector<std::string>{"x", "y"}));
+    a = {"p", "q", "r", "s", "t"};
+    CHECK(a.size() == 5);
+    CHECK(a.back() == "t");
+    std::istringstream in("one two three");
+    a.assign(std::istream_iterator<std::string>(in), std::istream_iterator<std::string>());
+    CHECK(std::ranges::equal(a, std::vector<std::string>{"one", "two", "three"}));
+    a.assign_range(words | std::views::reverse);
+    CHECK(a.front() == "delta");
+    CHECK(a.data() == base);  // assigning never moves the array
+
+    // Past max_size: length_error before anything changes. A throwing copy: basic guarantee
+    // (the array is valid, every element built is destroyed exactly once).
+    Tracked::reset();
+    {
+      DynArray<Tracked> t(10);
+      for (int i = 0; i < 4; ++i)
+        t.emplace_back(i);
+      CHECK_THROWS_AS(t.assign(11, Tracked(7)), std::length_error);
+      CHECK(t.size() == 4);
+      CHECK(t[3].value == 3);
+      Tracked::throw_countdown = 3;  // the value, its copy, one element, then a throw
+      CHECK_THROWS_AS(t.assign(6, Tracked(9)), std::runtime_error);
+      CHECK(Tracked::live() == static_cast<long long>(t.size()));
+      std::vector<Tracked> src(5, Tracked(5));
+      Tracked::throw_countdown = 2;  // two copies, then a throw: they stay
+      CHECK_THROWS_AS(t.assign(src.begin(), src.end()), std::runtime_error);
+      CHECK(t.size() == 2);
+      CHECK(t[1].value == 5);
+      t.assign(src.begin(), src.end());
+      CHECK(t.size() == 5);
+    }
+    CHECK(Tracked::live() == 0);
   }
 
   TEST_CASE("pointers and string_views stay valid across a million appends") {

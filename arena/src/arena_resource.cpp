@@ -29,9 +29,9 @@ void* ArenaResource::do_allocate(std::size_t bytes, std::size_t alignment) {
 
 void ArenaResource::do_deallocate(void* p, std::size_t bytes, std::size_t) {
   if (bytes == 0) bytes = 1;
-  auto* block = static_cast<std::byte*>(p);
-  const std::size_t offset = static_cast<std::size_t>(block - arena_->base());
-  if (arena_->contains(p, bytes) && offset + bytes == arena_->size()) arena_->rewind(offset);
+  if (!arena_->contains(p, bytes)) return;  // first: subtracting a foreign pointer is undefined
+  const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(p) - arena_->base());
+  if (offset + bytes == arena_->size()) arena_->rewind(offset);
 }
 
 }  // namespace reservoir

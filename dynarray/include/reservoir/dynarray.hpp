@@ -95,8 +95,12 @@ class DynArray {
     update_capacity();  // a reservation from the cache arrives with its first step committed
   }
 
-  // The elements of `init`, in an array with the default reservation.
+  // The elements of `init`, or of [first, last), in an array with the default reservation.
   DynArray(std::initializer_list<T> init) { append_range(init); }
+  template <std::input_iterator It, std::sentinel_for<It> S>
+  DynArray(It first, S last) {
+    append_iterators(first, last);
+  }
 
   DynArray(DynArray&& other) noexcept { steal(other); }
   DynArray& operator=(DynArray&& other) noexcept {
@@ -253,6 +257,38 @@ class DynArray {
     } else {
       append_iterators(std::ranges::begin(r), std::ranges::end(r));
     }
+  }
+
+  // ---- assigning (replace every element; the reservation and its base stay) --------------------
+
+  // Replaces the contents with count copies of value, with elem(s) of [first, last), of init or
+  // of r. Memory for the new contents is committed first, so a length_error or a refused commit
+  // leaves the array unchanged; if T's constructor throws afterwards, the array is valid and
+  // holds some of the new elements (basic guarantee, as std::vector). As with std::vector, the
+  // source must not refer to this array's own elements (assign(n, value) copies value first, so it
+  // may).
+  void assign(size_type count, const T& value) {
+    const T copy(value);
+    reserve(count);
+    clear();
+    resize(count, copy);
+  }
+  template <std::input_iterator It, std::sentinel_for<It> S>
+  void assign(It first, S last) {
+    if constexpr (std::forward_iterator<It>) {
+      reserve(static_cast<size_type>(std::ranges::distance(first, last)));
+    }
+    clear();
+    for (; first != last; ++first)
+      emplace_back(*first);
+  }
+  void assign(std::initializer_list<T> init) { assign(init.begin(), init.end()); }
+  template <std::ranges::input_range R>
+  requires std::constructible_from<T, std::ranges::range_reference_t<R>>
+  void assign_range(R&& r) { assign(std::ranges::begin(r), std::ranges::end(r)); }
+  DynArray& operator=(std::initializer_list<T> init) {
+    assign(init);
+    return *this;
   }
 
   // ---- removing
