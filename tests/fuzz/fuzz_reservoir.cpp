@@ -65,7 +65,7 @@ void run_array(Input& in) {
   reservoir::DynArray<Counted> a(kMax, o), other(kMax, o);
   std::vector<int> m, mo;
   while (!in.done()) {
-    const std::uint8_t op = in.byte() % 16;
+    const std::uint8_t op = in.byte() % 18;
     const int v = in.byte();
     const std::size_t before = m.size();
     try {
@@ -174,6 +174,22 @@ void run_array(Input& in) {
           } catch (const std::out_of_range&) {
           }
           break;
+        case 16: {
+          const std::size_t n = in.u16() % (kMax + 100);
+          a.assign(n, Counted(v));
+          m.assign(n, v);
+          break;
+        }
+        case 17: {
+          std::vector<Counted> r;
+          for (int i = 0; i < v % 32; ++i)
+            r.emplace_back(v - i);
+          a.assign_range(r);
+          m.clear();
+          for (const Counted& c : r)
+            m.push_back(c.value);
+          break;
+        }
       }
     } catch (const std::length_error&) {
       EXPECT(m.size() == before);  // only growth past kMax throws this, and it changes nothing
