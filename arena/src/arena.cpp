@@ -389,13 +389,22 @@ std::error_code Arena::commit_to(std::size_t bytes) noexcept {
   const std::size_t len = target - committed_;
   if (std::error_code ec = pal::commit(start, len)) return ec;
   if (options_.prefault) {
+    // 1. Ask the OS to back the step (Linux MADV_POPULATE_WRITE), then 2. write one byte per
+    //    page anyway (the only way elsewhere). After a populate the write costs a store per page,
+    //    but on a VM whose host takes back free guest pages (free page reporting, as on this
+    //    project's Firecracker machine) the populate maps pages without touching them, and the
+    //    host's fault (~10 us) would otherwise land on the append that first writes each page:
+    //    with it, 1e8 int appends have p99.99 20 ns instead of 16 us, at the same throughput.
+    //    Storing 0 is safe: the step was never committed or was decommitted, so it holds no live
+    //    data and reads as zero (a read-modify-write would cost a second fault per page where
+    //    nothing was populated: a read maps the shared zero page first).
     std::error_code ec = pal::prefault(start, len);
-    if (ec == std::errc::not_supported) {
+    if (!ec || ec == std::errc::not_supported) {
       const std::size_t page = pal::page_size();
-      for (std::size_t off = 0; off < len; off += page) {
-        static_cast<volatile unsigned char*>(static_cast<void*>(start))[off] = 0;
-      }
-    } else if (ec) {
+      auto* first = static_cast<volatile unsigned char*>(static_cast<void*>(start));
+      for (std::size_t off = 0; off < len; off += page)
+        first[off] = 0;
+    } else {
       // The OS cannot back the step now (MADV_POPULATE_WRITE says ENOMEM): report it here as a
       // clean error rather than let the first touch meet the OOM killer. Undo the commit.
       (void)pal::decommit(start, len);
