@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -110,7 +111,7 @@ TEST_SUITE("dynarray") {
     std::istringstream in("one two three");
     a.assign(std::istream_iterator<std::string>(in), std::istream_iterator<std::string>());
     CHECK(std::ranges::equal(a, std::vector<std::string>{"one", "two", "three"}));
-    a.assign_range(words | std::views::reverse);
+    a.assign_range(std::deque<std::string>(words.rbegin(), words.rend()));
     CHECK(a.front() == "delta");
     CHECK(a.data() == base);  // assigning never moves the array
 
