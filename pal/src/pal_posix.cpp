@@ -87,9 +87,10 @@ std::error_code reserve(std::size_t size, void** out) noexcept {
   std::error_code ec;
   if (injected_failure(Op::reserve, &ec)) return ec;
   int flags = MAP_PRIVATE | MAP_ANON;
-#if defined(MAP_NORESERVE)
-  // Linux: no swap/commit accounting for the reservation. macOS and FreeBSD have no such flag
-  // (FreeBSD never accounted PROT_NONE anonymous memory; macOS has no commit limit).
+#if defined(__linux__)
+  // Linux: no swap/commit accounting for the reservation. Only here: FreeBSD never implemented
+  // MAP_NORESERVE and removed it in 11 (older headers still define the bit; the brief's rule is
+  // to leave it out there), and macOS has no commit limit for it to matter to.
   flags |= MAP_NORESERVE;
 #endif
   // fd must be -1 with MAP_ANON: FreeBSD rejects anything else.
