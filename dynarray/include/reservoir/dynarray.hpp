@@ -261,12 +261,13 @@ class DynArray {
 
   // ---- assigning (replace every element; the reservation and its base stay) --------------------
 
-  // Replaces the contents with count copies of value, with elem(s) of [first, last), of init or
-  // of r. Memory for the new contents is committed first, so a length_error or a refused commit
-  // leaves the array unchanged; if T's constructor throws afterwards, the array is valid and
-  // holds some of the new elements (basic guarantee, as std::vector). As with std::vector, the
-  // source must not refer to this array's own elements (assign(n, value) copies value first, so it
-  // may).
+  // Replaces the contents with count copies of value, or with the elements of [first, last), of
+  // init or of r. Memory for the new contents is committed first (for forward iterators and
+  // ranges, whose length is known), so a length_error or a refused commit leaves the array
+  // unchanged; if T's constructor throws afterwards, or a single-pass input runs past max_size(),
+  // the array is valid and holds some of the new elements (basic guarantee, as std::vector). As
+  // with std::vector, the source must not refer to this array's own elements (assign(n, value)
+  // copies value first, so it may).
   void assign(size_type count, const T& value) {
     const T copy(value);
     reserve(count);
