@@ -220,6 +220,14 @@ TEST_SUITE("arena") {
     ArenaOptions silly;
     silly.commit_granule = std::numeric_limits<std::size_t>::max();
     CHECK_THROWS_AS((void)Arena(kMiB, silly), std::invalid_argument);
+    // A page-aligned cap that overflows when rounded up to whole granules of seven pages.
+    ArenaOptions odd;
+    odd.commit_granule = 7 * pal::page_size();
+    odd.max_commit_step =
+        std::numeric_limits<std::size_t>::max() / pal::page_size() * pal::page_size();
+    REQUIRE(odd.max_commit_step % odd.commit_granule != 0);
+    CHECK_THROWS_WITH_AS((void)Arena(kMiB, odd), doctest::Contains("max_commit_step"),
+                         std::invalid_argument);
     std::error_code ec;
     CHECK_FALSE(Arena::create(0, {}, &ec).has_value());
     CHECK(ec == std::errc::invalid_argument);

@@ -198,7 +198,8 @@ bool park(const Parked& p) noexcept {
   if (e == std::errc::invalid_argument) {
     throw std::invalid_argument(
         max_bytes == 0 ? "reservoir::Arena: max_bytes must be greater than 0"
-                       : "reservoir::Arena: commit_granule is too large to round to a page");
+                       : "reservoir::Arena: commit_granule or max_commit_step is too large to "
+                         "round up to whole pages and granules");
   }
   throw std::length_error("reservoir::Arena: cannot reserve " + format_bytes(max_bytes) +
                           ": more than the address space can hold (limit " +
