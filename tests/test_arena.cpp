@@ -370,6 +370,57 @@ TEST_SUITE("arena") {
     swap(a, b);
     CHECK(b.base() == base);
   }
+
+  TEST_CASE("every member is defined on a default-constructed and on a moved-from arena") {
+    Arena donor(kMiB);
+    donor.grow(10);
+    Arena moved_to(std::move(donor));
+    Arena fresh;
+    for (Arena* a : {&fresh, &donor}) {
+      CHECK(a->base() == nullptr);
+      CHECK(a->size() == 0);
+      CHECK(a->committed() == 0);
+      CHECK(a->reserved() == 0);
+      CHECK(a->commit_step() == 0);
+      CHECK_FALSE(a->reset());
+      CHECK_FALSE(a->trim());
+      CHECK_FALSE(a->trim(100));
+      CHECK_FALSE(a->shrink(0));
+      CHECK_THROWS_AS(a->shrink(1), std::invalid_argument);
+      a->rewind(a->mark());
+      CHECK_NOTHROW(a->reserve(0));
+      CHECK(a->try_reserve(0));
+      CHECK_THROWS_AS(a->reserve(1), std::length_error);
+      CHECK_FALSE(a->try_reserve(1));
+      CHECK_THROWS_AS(a->grow(1), std::length_error);
+      CHECK(a->try_grow(1) == nullptr);
+      CHECK(a->try_allocate(8, 8) == nullptr);
+      CHECK_FALSE(a->contains(a->base(), 0));
+      Arena other;
+      swap(*a, other);
+      *a = std::move(other);
+      CHECK(a->reserved() == 0);
+    }
+    CHECK(moved_to.size() == 10);
+  }
+
+  TEST_CASE("move-assigning an arena that lives inside the target's own memory") {
+    // `outer` holds an Arena object in its committed memory; assigning that inner arena to
+    // `outer` must take the inner reservation before releasing outer's (which holds the source).
+    ArenaOptions no_cache;
+    no_cache.reuse_reservation = false;  // released for real: a later read of it faults
+    Arena outer(kMiB, no_cache);
+    auto* inner =
+        std::construct_at(static_cast<Arena*>(outer.allocate(sizeof(Arena), alignof(Arena))), kMiB);
+    fill_pattern(inner->grow(100), 100, 9);
+    std::byte* inner_base = inner->base();
+    outer = std::move(*inner);  // inner's storage is released here; it must not be read after
+    CHECK(outer.base() == inner_base);
+    CHECK(outer.size() == 100);
+    std::vector<unsigned char> expected(100);
+    fill_pattern(expected.data(), expected.size(), 9);
+    CHECK(std::memcmp(outer.base(), expected.data(), expected.size()) == 0);
+  }
 }
 
 // ---- guard pages: each access runs in a child process that must die of it --------------------

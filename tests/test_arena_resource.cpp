@@ -92,4 +92,19 @@ TEST_SUITE("arena_resource") {
     CHECK(a == a);
     CHECK_FALSE(a == b);
   }
+
+  TEST_CASE("a resource over an empty or moved-from arena: release, allocate, deallocate") {
+    Arena empty;
+    Arena donor(1u << 20);
+    Arena taker(std::move(donor));
+    for (Arena* a : {&empty, &donor}) {
+      ArenaResource res(*a);
+      res.release();
+      CHECK_THROWS_AS((void)res.allocate(8, 8), std::bad_alloc);
+      int local = 0;
+      res.deallocate(&local, sizeof local, alignof(int));  // not ours: ignored
+      res.release();
+      CHECK(a->size() == 0);
+    }
+  }
 }

@@ -477,6 +477,45 @@ TEST_SUITE("dynarray") {
     CHECK(c.data() == data);
   }
 
+  TEST_CASE("a range longer than max_size() on a never-reserved array is length_error") {
+    // The reserve step throws before any reservation exists; the cleanup must not touch the
+    // (empty) arena's granule.
+    const std::size_t too_many = DynArray<std::string>().max_size() + 1;
+    auto strings = std::views::iota(std::size_t{0}, too_many) |
+                   std::views::transform([](std::size_t) { return std::string("x"); });
+    DynArray<std::string> a;
+    CHECK_THROWS_AS(a.append_range(strings), std::length_error);
+    CHECK(a.empty());
+    CHECK_THROWS_AS(a.insert(a.end(), strings.begin(), strings.end()), std::length_error);
+    CHECK(a.empty());
+    CHECK_THROWS_AS(DynArray<std::string>(strings.begin(), strings.end()), std::length_error);
+    DynArray<std::string> b;
+    DynArray<std::string> c = std::move(b);
+    CHECK_THROWS_AS(b.append_range(strings), std::length_error);  // moved-from: the same
+    CHECK(b.empty());
+    b.push_back("still usable");
+    CHECK(b.size() == 1);
+  }
+
+  TEST_CASE("move-assigning a child's array to its parent's (a tree) is well-defined") {
+    struct Node {
+      int value = 0;
+      DynArray<std::unique_ptr<Node>> kids;
+    };
+    Node root;
+    root.kids.push_back(std::make_unique<Node>());
+    root.kids[0]->value = 1;
+    for (int i = 0; i < 3; ++i) {
+      root.kids[0]->kids.push_back(std::make_unique<Node>());
+      root.kids[0]->kids.back()->value = 10 + i;
+    }
+    // root.kids[0] owns the source; assignment must steal it before destroying root.kids[0].
+    root.kids = std::move(root.kids[0]->kids);
+    REQUIRE(root.kids.size() == 3);
+    for (int i = 0; i < 3; ++i)
+      CHECK(root.kids[static_cast<std::size_t>(i)]->value == 10 + i);
+  }
+
   TEST_CASE("with fixed steps, committed memory is exactly round_up(bytes, granule)") {
     reservoir::ArenaOptions opt;
     opt.commit_granule = pal::page_size();

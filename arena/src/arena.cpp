@@ -21,8 +21,13 @@ constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
 constexpr std::size_t kMaxReservation =
     sizeof(void*) >= 8 ? (std::size_t{1} << 47) : (std::size_t{1} << 31);
 
-// round_up for a power-of-two-free `unit`; false on overflow.
+// round_up for a power-of-two-free `unit`; false on overflow. A unit of 0 (an empty arena's
+// granule) leaves the value as it is.
 bool round_up(std::size_t value, std::size_t unit, std::size_t* out) noexcept {
+  if (unit == 0) {
+    *out = value;
+    return true;
+  }
   const std::size_t rem = value % unit;
   if (rem == 0) {
     *out = value;
@@ -304,11 +309,11 @@ Arena::Arena(Arena&& other) noexcept {
 }
 
 Arena& Arena::operator=(Arena&& other) noexcept {
-  if (this != &other) {
-    release_all();
-    swap(*this, other);
-  }
-  return *this;
+  // Take other's reservation before releasing ours: other may live inside our own memory (an
+  // object stored in the arena it is assigned to), so releasing first would free it.
+  Arena taken(std::move(other));
+  swap(*this, taken);
+  return *this;  // `taken` releases what *this held
 }
 
 Arena::~Arena() {
@@ -371,7 +376,9 @@ void swap(Arena& a, Arena& b) noexcept {
 
 std::size_t Arena::commit_step() const noexcept {
   // committed/8 rounded down to a power-of-two number of granules, between one granule and the
-  // cap (itself a whole number of granules).
+  // cap (itself a whole number of granules). An empty (default-constructed or moved-from) arena
+  // has no granule and no step.
+  if (granule_ == 0) return 0;
   const std::size_t granules = committed_ / 8 / granule_;
   return std::min(granules > 1 ? granule_ * std::bit_floor(granules) : granule_, max_step_);
 }
@@ -505,7 +512,9 @@ std::error_code Arena::reset() noexcept {
 }
 
 std::error_code Arena::trim(std::size_t keep_bytes) noexcept {
-  // Decommit inward: keep every first-granule-sized step that holds a live byte.
+  // Decommit inward: keep every first-granule-sized step that holds a live byte. An empty arena
+  // has nothing committed.
+  if (committed_ == 0) return {};
   std::size_t target = committed_;
   if (std::size_t r; round_up(std::max(size_, keep_bytes), granule_, &r) && r < committed_) {
     target = r;

@@ -103,11 +103,12 @@ class DynArray {
   }
 
   DynArray(DynArray&& other) noexcept { steal(other); }
+  // Steals other's elements first, then destroys the old ones: other may be owned by one of them
+  // (a tree node assigned its own child's children), so destroying first would free it.
   DynArray& operator=(DynArray&& other) noexcept {
     if (this != &other) {
-      destroy_all();
-      arena_ = Arena();
-      steal(other);
+      DynArray taken(std::move(other));
+      swap(taken);
     }
     return *this;
   }
