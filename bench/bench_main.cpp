@@ -123,7 +123,7 @@ int child_main(int argc, char** argv) {
     } else if (table == "collatz") {
       double seconds = 0;
       if (std::string_view(argv[3]) == "concurrent_dynarray") {
-        reservoir::ConcurrentDynArray<std::uint32_t> memo(n, options);
+        reservoir::ConcurrentDynArray<std::uint32_t> memo(reservoir::max_elements(n), options);
         seconds = collatz::with_concurrent_dynarray(n, static_cast<unsigned>(batch), memo);
         if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
       } else if (std::string_view(argv[3]) == "vector_shared_mutex") {

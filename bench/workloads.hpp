@@ -158,7 +158,7 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
                                        ? static_cast<std::size_t>(reserve_bytes / sizeof(T))
                                        : DynArray<T>::kDefaultMaxSize;
       return timed_build<T, DynArray<T>>(
-          n, [&] { return DynArray<T>(max_size, options); }, rec);
+          n, [&] { return DynArray<T>(reservoir::max_elements(max_size), options); }, rec);
     }
     case Container::vector:
       return timed_build<T, std::vector<T>>(
@@ -239,7 +239,7 @@ double locked_build(std::uint64_t n, unsigned threads) {
 inline double concurrent_build(std::string_view container, std::uint64_t n, unsigned threads,
                                const ArenaOptions& options) {
   if (container == "concurrent_dynarray") {
-    ConcurrentDynArray<int> a(n, options);
+    ConcurrentDynArray<int> a(reservoir::max_elements(n), options);
     const double s = timed_concurrent(n, threads, [&a](int v) { a.push_back(v); });
     if (a.size() != n) throw std::logic_error("concurrent_dynarray lost elements");
     return s;

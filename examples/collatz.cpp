@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   const std::uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2'000'000;
   const unsigned threads = argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 2;
 
-  reservoir::ConcurrentDynArray<std::uint32_t> memo(n);
+  reservoir::ConcurrentDynArray<std::uint32_t> memo{reservoir::max_elements(n)};
   const double ours = collatz::with_concurrent_dynarray(n, threads, memo);
   std::vector<std::uint32_t> vec;
   const double theirs = collatz::with_vector_shared_mutex(n, threads, vec);

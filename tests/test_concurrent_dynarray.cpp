@@ -26,7 +26,7 @@ std::uint64_t encode(std::uint64_t thread, std::uint64_t seq) {
 
 TEST_SUITE("concurrent") {
   TEST_CASE("single-threaded basics and limits") {
-    ConcurrentDynArray<std::uint64_t> a(100'000);
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(100'000)};
     CHECK(a.empty());
     CHECK(a.push_back(5) == 0);
     CHECK(a.emplace_back(6u) == 1);
@@ -39,12 +39,12 @@ TEST_SUITE("concurrent") {
     CHECK_FALSE(a.try_emplace_back(1u).has_value());
     CHECK(a.size() == 100'000);
     CHECK(a.published().back() == 99'999);
-    CHECK_THROWS_AS(ConcurrentDynArray<int>(0), std::invalid_argument);
+    CHECK_THROWS_AS(ConcurrentDynArray<int>(reservoir::max_elements(0)), std::invalid_argument);
   }
 
   TEST_CASE(
       "4 writers x 250k appends while 2 readers scan: every value exactly once, no torn read") {
-    ConcurrentDynArray<std::uint64_t> a(kWriters * kPerWriter);
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * kPerWriter)};
     const std::uint64_t* const base = a.data();
     std::atomic<bool> done{false};
     std::atomic<std::uint64_t> bad_reads{0}, scans{0};
@@ -95,7 +95,7 @@ TEST_SUITE("concurrent") {
       "refused commits under contention: errors to their threads, published elements intact") {
     reservoir::ArenaOptions o;
     o.commit_granule = o.max_commit_step = pal::page_size();  // many commits
-    ConcurrentDynArray<std::uint64_t> a(kWriters * 20'000, o);
+    ConcurrentDynArray<std::uint64_t> a(reservoir::max_elements(kWriters * 20'000), o);
     std::atomic<std::uint64_t> added{0}, refused{0};
     {
       test::FaultGuard fault(pal::Op::commit, 10, 25);  // the 11th..35th commits fail

@@ -119,7 +119,7 @@ TEST_SUITE("dynarray") {
     // (the array is valid, every element built is destroyed exactly once).
     Tracked::reset();
     {
-      DynArray<Tracked> t(10);
+      DynArray<Tracked> t(reservoir::max_elements(10));
       for (int i = 0; i < 4; ++i)
         t.emplace_back(i);
       CHECK_THROWS_AS(t.assign(11, Tracked(7)), std::length_error);
@@ -199,7 +199,7 @@ TEST_SUITE("dynarray") {
   TEST_CASE("a throwing constructor leaves the array exactly as it was") {
     Tracked::reset();
     {
-      DynArray<Tracked> a(100'000);
+      DynArray<Tracked> a(reservoir::max_elements(100'000));
       fill_to_capacity(a);  // the next emplace_back must commit
       const std::size_t size = a.size(), capacity = a.capacity();
       Tracked::throw_countdown = 0;
@@ -235,7 +235,7 @@ TEST_SUITE("dynarray") {
     o.commit_granule = 3 * pal::page_size();
     Tracked::reset();
     {
-      DynArray<Tracked> a(4'000'000, o);
+      DynArray<Tracked> a(reservoir::max_elements(4'000'000), o);
       int failures = 0;
       while (a.arena().committed() < 4 * reservoir::kDefaultMaxCommitStep) {
         fill_to_capacity(a);
@@ -259,7 +259,7 @@ TEST_SUITE("dynarray") {
   }
 
   TEST_CASE("filled to its real capacity, one more append is refused and nothing is lost") {
-    DynArray<int> a(100'000);
+    DynArray<int> a(reservoir::max_elements(100'000));
     CHECK(a.max_size() == 100'000);
     for (int i = 0; i < 100'000; ++i)
       a.push_back(i);
@@ -278,7 +278,7 @@ TEST_SUITE("dynarray") {
   }
 
   TEST_CASE("a refused commit is bad_alloc with the OS reason; the array is unchanged") {
-    DynArray<std::string> a(1'000'000);
+    DynArray<std::string> a(reservoir::max_elements(1'000'000));
     fill_to_capacity(a);
     const std::size_t size = a.size(), capacity = a.capacity();
     {
@@ -301,15 +301,17 @@ TEST_SUITE("dynarray") {
   }
 
   TEST_CASE("bad sizes are rejected with a clear exception") {
-    CHECK_THROWS_AS((void)DynArray<int>(0), std::invalid_argument);
-    CHECK_THROWS_AS((void)DynArray<int>(std::numeric_limits<std::size_t>::max()),
-                    std::length_error);
+    CHECK_THROWS_AS((void)DynArray<int>(reservoir::max_elements(0)), std::invalid_argument);
+    CHECK_THROWS_AS(
+        (void)DynArray<int>(reservoir::max_elements(std::numeric_limits<std::size_t>::max())),
+        std::length_error);
     if constexpr (sizeof(void*) >= 8) {
-      CHECK_THROWS_AS((void)DynArray<int>(std::size_t{1} << 60), std::length_error);
+      CHECK_THROWS_AS((void)DynArray<int>(reservoir::max_elements(std::size_t{1} << 60)),
+                      std::length_error);
     }
     {
       test::FaultGuard fault(pal::Op::reserve);
-      CHECK_THROWS_AS((void)DynArray<int>(10), std::bad_alloc);
+      CHECK_THROWS_AS((void)DynArray<int>(reservoir::max_elements(10)), std::bad_alloc);
     }
     {
       test::FaultGuard fault(pal::Op::reserve, 0, 1000);  // every fallback refused too
@@ -330,7 +332,7 @@ TEST_SUITE("dynarray") {
   }
 
   TEST_CASE("capacity follows committed memory; shrink_to_fit returns it to the OS") {
-    DynArray<int> a(10'000'000);
+    DynArray<int> a(reservoir::max_elements(10'000'000));
     const std::size_t granule = a.arena().commit_granule();
     for (int i = 0; i < 1'000'000; ++i)
       a.push_back(i);
@@ -465,7 +467,7 @@ TEST_SUITE("dynarray") {
     // where address space is short, as under valgrind); an explicit one keeps its max_size.
     CHECK(c.max_size() <= DynArray<int>::kDefaultMaxSize);
     CHECK(c.max_size() >= c.size());
-    DynArray<int> sized(5000);
+    DynArray<int> sized(reservoir::max_elements(5000));
     sized.push_back(3);
     CHECK(sized.clone().max_size() == 5000);
     CHECK(sized.clone()[0] == 3);
@@ -475,6 +477,39 @@ TEST_SUITE("dynarray") {
     swap(a, c);
     CHECK(a.size() == 1001);
     CHECK(c.data() == data);
+  }
+
+  TEST_CASE("DynArray(n) and DynArray(n, v) create elements, as std::vector's do") {
+    DynArray<int> a(10);
+    std::vector<int> v(10);
+    REQUIRE(a.size() == 10);
+    CHECK(std::equal(a.begin(), a.end(), v.begin(), v.end()));
+    a[3] = 1;
+    CHECK(a[3] == 1);
+    CHECK(a.max_size() == DynArray<int>::kDefaultMaxSize);
+    DynArray<std::string> b(4, "ab");
+    REQUIRE(b.size() == 4);
+    CHECK(b[3] == "ab");
+    DynArray<int> none(0);
+    CHECK(none.empty());
+    static_assert(!std::is_convertible_v<std::size_t, DynArray<int>>);  // explicit, as vector's
+  }
+
+  TEST_CASE("max_elements and max_bytes reserve exactly; they are not counts") {
+    DynArray<int> a(reservoir::max_elements(1000));
+    CHECK(a.empty());
+    CHECK(a.max_size() == 1000);
+    DynArray<std::uint64_t> b(reservoir::max_bytes(1001));
+    CHECK(b.empty());
+    CHECK(b.max_size() == 125);  // whole elements only
+    reservoir::ArenaOptions o;
+    o.commit_granule = 128 << 10;
+    DynArray<int> c(reservoir::max_bytes(1 << 20), o);
+    c.push_back(1);
+    CHECK(c.arena().commit_granule() == 128 << 10);
+    CHECK(c.max_size() == (1 << 20) / sizeof(int));
+    CHECK_THROWS_AS(DynArray<int>(reservoir::max_bytes(3)), std::invalid_argument);  // 0 elements
+    static_assert(!std::is_constructible_v<DynArray<int>, std::size_t, reservoir::ArenaOptions>);
   }
 
   TEST_CASE("a range longer than max_size() on a never-reserved array is length_error") {
@@ -520,7 +555,7 @@ TEST_SUITE("dynarray") {
     reservoir::ArenaOptions opt;
     opt.commit_granule = pal::page_size();
     opt.max_commit_step = pal::page_size();  // fixed steps
-    DynArray<double> a(1'000'000, opt);
+    DynArray<double> a(reservoir::max_elements(1'000'000), opt);
     for (int i = 0; i < 100'000; ++i) {
       a.push_back(i);
       const std::size_t bytes = a.size() * sizeof(double);

@@ -95,7 +95,7 @@ std::uint64_t dynarray_sequence(std::uint32_t seed) {
   {
     std::optional<DynArray<T>> holder;
     try {
-      holder.emplace(20'000, small_steps());
+      holder.emplace(reservoir::max_elements(20'000), small_steps());
     } catch (const std::bad_alloc&) {
       return 1;  // the reservation itself was refused: documented, nothing to check
     }

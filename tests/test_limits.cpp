@@ -43,7 +43,7 @@ RESERVOIR_CHILD("limits.address_space") {
   // 1. Arrays made before the limit.
   std::vector<DynArray<int>> arrays;
   for (int k = 0; k < 4; ++k) {
-    arrays.emplace_back(1'000'000);
+    arrays.emplace_back(reservoir::max_elements(1'000'000));
     for (int i = 0; i < 100'000; ++i)
       arrays.back().push_back(k * 1'000'000 + i);
   }
@@ -57,7 +57,7 @@ RESERVOIR_CHILD("limits.address_space") {
   if (fallback.max_size() * sizeof(int) >= reservoir::kDefaultReserveBytes) return 3;
   int code = 4;
   try {
-    DynArray<int> big(std::size_t{2} << 30);  // 8 GiB of ints
+    DynArray<int> big(reservoir::max_elements(std::size_t{2} << 30));  // 8 GiB of ints
   } catch (const OsAllocationError& e) {
     code = report_refusal(e, arrays.size());
   }

@@ -20,7 +20,7 @@ TEST_SUITE("threads") {
       threads.emplace_back([t, &total, &handed_over] {
         long long sum = 0;
         for (int r = 0; r < kRounds; ++r) {
-          DynArray<int> a(1 << 16);
+          DynArray<int> a(reservoir::max_elements(1 << 16));
           for (int i = 0; i < 5000; ++i)
             a.push_back(i + t);
           for (int v : a)

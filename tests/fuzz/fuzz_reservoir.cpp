@@ -62,7 +62,8 @@ void run_array(Input& in) {
   reservoir::ArenaOptions o;
   o.commit_granule = reservoir::pal::page_size();
   o.max_commit_step = 4 * o.commit_granule;
-  reservoir::DynArray<Counted> a(kMax, o), other(kMax, o);
+  reservoir::DynArray<Counted> a(reservoir::max_elements(kMax), o),
+      other(reservoir::max_elements(kMax), o);
   std::vector<int> m, mo;
   while (!in.done()) {
     const std::uint8_t op = in.byte() % 18;

@@ -44,6 +44,7 @@
 #include <utility>
 
 #include <reservoir/arena.hpp>
+#include <reservoir/max_size.hpp>
 
 namespace reservoir {
 
@@ -59,14 +60,17 @@ class ConcurrentDynArray {
   using value_type = T;
   using size_type = std::size_t;
 
-  // Reserves room for max_size elements (and their ready bytes). Errors as DynArray's.
-  explicit ConcurrentDynArray(size_type max_size, ArenaOptions options = {})
-      : max_size_(checked(max_size)),
-        data_arena_(max_size * sizeof(T), options),
-        ready_arena_(max_size, fresh(options)) {
+  // Reserves room for exactly `limit.count` elements (max_bytes: as many whole elements as fit in
+  // `limit.bytes`) and their ready bytes. Errors as DynArray's.
+  explicit ConcurrentDynArray(max_elements limit, ArenaOptions options = {})
+      : max_size_(checked(limit.count)),
+        data_arena_(max_size_ * sizeof(T), options),
+        ready_arena_(max_size_, fresh(options)) {
     data_ = reinterpret_cast<T*>(data_arena_.base());
     ready_ = reinterpret_cast<unsigned char*>(ready_arena_.base());
   }
+  explicit ConcurrentDynArray(max_bytes limit, ArenaOptions options = {})
+      : ConcurrentDynArray(max_elements(limit.bytes / sizeof(T)), options) {}
 
   ConcurrentDynArray(const ConcurrentDynArray&) = delete;
   ConcurrentDynArray& operator=(const ConcurrentDynArray&) = delete;

@@ -32,6 +32,7 @@
 #include <utility>
 
 #include <reservoir/arena.hpp>
+#include <reservoir/max_size.hpp>
 
 // Keeps a slow path out of the caller's inlined fast path.
 #if defined(__GNUC__) || defined(__clang__)
@@ -86,14 +87,22 @@ class DynArray {
   // max_size() reports that from then on.
   DynArray() noexcept = default;
 
-  // Reserves room for max_size elements now. 0 is std::invalid_argument; max_size * sizeof(T)
-  // overflowing or exceeding the address space is std::length_error (before any OS call); a
-  // refused reservation is OsAllocationError (a std::bad_alloc).
-  explicit DynArray(size_type max_size, ArenaOptions options = {})
-      : max_size_(max_size), arena_(checked_bytes(max_size), options) {
+  // Reserves room for exactly `limit.count` elements now (max_bytes: as many whole elements as fit
+  // in `limit.bytes`). 0 elements is std::invalid_argument; a size overflowing or exceeding the
+  // address space is std::length_error (before any OS call); a refused reservation is
+  // OsAllocationError (a std::bad_alloc).
+  explicit DynArray(max_elements limit, ArenaOptions options = {})
+      : max_size_(limit.count), arena_(checked_bytes(limit.count), options) {
     data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
     update_capacity();  // a reservation from the cache arrives with its first step committed
   }
+  explicit DynArray(max_bytes limit, ArenaOptions options = {})
+      : DynArray(max_elements(limit.bytes / sizeof(T)), options) {}
+
+  // count value-initialised elements, or count copies of value, as std::vector: on the default
+  // reservation.
+  explicit DynArray(size_type count) { resize(count); }
+  DynArray(size_type count, const T& value) { resize(count, value); }
 
   // The elements of `init`, or of [first, last), in an array with the default reservation.
   DynArray(std::initializer_list<T> init) { append_range(init); }
@@ -122,7 +131,7 @@ class DynArray {
   DynArray clone() const {
     // A default-reserved array's copy is reserved the default way too (with its fallback).
     DynArray copy = arena_.reserved() && !default_reservation_
-                        ? DynArray(max_size_, arena_.options())
+                        ? DynArray(max_elements(max_size_), arena_.options())
                         : DynArray();
     copy.max_size_ = max_size_;
     copy.append_range(*this);
