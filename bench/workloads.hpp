@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <version>
+#if defined(__cpp_lib_memory_resource)
 #include <memory_resource>
+#endif
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -175,6 +178,7 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
     case Container::deque:
       return timed_build<T, std::deque<T>>(
           n, [] { return std::deque<T>(); }, rec);
+#if RESERVOIR_HAS_ARENA_RESOURCE
     case Container::pmr_arena: {
       ArenaResource resource(reserve_bytes ? reserve_bytes : kDefaultReserveBytes, options);
       return timed_build<T, std::pmr::vector<T>>(
@@ -185,6 +189,11 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
       return timed_build<T, std::pmr::vector<T>>(
           n, [&] { return std::pmr::vector<T>(&resource); }, rec);
     }
+#else
+    case Container::pmr_arena:
+    case Container::pmr_monotonic:
+      throw std::runtime_error("this standard library has no <memory_resource>");
+#endif
   }
   throw std::logic_error("unknown container");
 }

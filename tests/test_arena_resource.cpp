@@ -1,6 +1,9 @@
 // Tests of <reservoir/arena_resource.hpp>: std::pmr containers living in an arena.
 #include <doctest/doctest.h>
 
+#include <reservoir/arena_resource.hpp>
+
+#if RESERVOIR_HAS_ARENA_RESOURCE
 #include <memory_resource>
 #include <string>
 #include <string_view>
@@ -108,3 +111,5 @@ TEST_SUITE("arena_resource") {
     }
   }
 }
+
+#endif  // RESERVOIR_HAS_ARENA_RESOURCE

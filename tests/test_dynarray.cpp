@@ -512,6 +512,30 @@ TEST_SUITE("dynarray") {
     static_assert(!std::is_constructible_v<DynArray<int>, std::size_t, reservoir::ArenaOptions>);
   }
 
+  TEST_CASE("comparisons use synth-three-way: a T with only < and == compares, as in vector") {
+    struct Legacy {
+      int v;
+      bool operator<(const Legacy& o) const { return v < o.v; }
+      bool operator==(const Legacy& o) const { return v == o.v; }
+    };
+    DynArray<Legacy> a{{1}, {2}};
+    DynArray<Legacy> b{{1}, {3}};
+    DynArray<Legacy> prefix{{1}};
+    std::vector<Legacy> va{{1}, {2}}, vb{{1}, {3}}, vp{{1}};
+    CHECK((a < b) == (va < vb));
+    CHECK((b > a) == (vb > va));
+    CHECK((prefix < a) == (vp < va));
+    CHECK((a <= a) == (va <= va));
+    CHECK(a != b);
+    CHECK(std::is_eq(a <=> a));
+    static_assert(std::is_same_v<decltype(a <=> b), std::weak_ordering>);
+    DynArray<double> d{1.0, 2.0};
+    static_assert(std::is_same_v<decltype(d <=> d), std::partial_ordering>);
+    DynArray<int> x{1, 2, 3}, y{1, 2};
+    CHECK(y < x);
+    CHECK((x <=> y) == std::strong_ordering::greater);
+  }
+
   TEST_CASE("a range longer than max_size() on a never-reserved array is length_error") {
     // The reserve step throws before any reservation exists; the cleanup must not touch the
     // (empty) arena's granule.

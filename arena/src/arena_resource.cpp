@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#if RESERVOIR_HAS_ARENA_RESOURCE
+
 namespace reservoir {
 
 ArenaResource::ArenaResource(std::size_t max_bytes, ArenaOptions options)
@@ -35,3 +37,5 @@ void ArenaResource::do_deallocate(void* p, std::size_t bytes, std::size_t) {
 }
 
 }  // namespace reservoir
+
+#endif  // RESERVOIR_HAS_ARENA_RESOURCE

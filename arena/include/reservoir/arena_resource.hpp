@@ -4,7 +4,22 @@
 // containers (vector, string, unordered_map, ...) can live in an arena. Deallocating the most
 // recent block gives its bytes back at once; everything else is freed together by release().
 // Not thread-safe (like std::pmr::monotonic_buffer_resource).
+//
+// Exists where the standard library has <memory_resource> (__cpp_lib_memory_resource: libstdc++
+// 9, MSVC 19.13, libc++ 16; Apple's libc++ also needs a macOS 14 deployment target).
+// RESERVOIR_HAS_ARENA_RESOURCE says whether it does; without it this header declares nothing, so
+// <reservoir/reservoir.hpp> works everywhere.
 #pragma once
+
+#include <version>
+
+#if defined(__cpp_lib_memory_resource)
+#define RESERVOIR_HAS_ARENA_RESOURCE 1
+#else
+#define RESERVOIR_HAS_ARENA_RESOURCE 0
+#endif
+
+#if RESERVOIR_HAS_ARENA_RESOURCE
 
 #include <cstddef>
 #include <memory_resource>
@@ -48,3 +63,5 @@ class ArenaResource : public std::pmr::memory_resource {
 };
 
 }  // namespace reservoir
+
+#endif  // RESERVOIR_HAS_ARENA_RESOURCE

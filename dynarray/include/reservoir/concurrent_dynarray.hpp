@@ -48,6 +48,12 @@
 
 namespace reservoir {
 
+// The counters are alignas(64) so that each has its own cache line; MSVC warns (C4324) that the
+// class is padded for it, which is the point.
+#if defined(_MSC_VER)
+#pragma warning(push)
+#pragma warning(disable : 4324)
+#endif
 template <class T>
 class ConcurrentDynArray {
   static_assert(std::is_object_v<T> && !std::is_const_v<T>, "a non-const object type");
@@ -55,6 +61,9 @@ class ConcurrentDynArray {
                 "ConcurrentDynArray<T> moves the new value into its slot after claiming it: T "
                 "must be nothrow move constructible");
   static_assert(alignof(T) <= 4096, "elements are aligned to at most 4096 bytes");
+  static_assert(sizeof(std::atomic<unsigned char>) == 1 &&
+                    std::atomic<unsigned char>::is_always_lock_free,
+                "ready flags are one lock-free byte each");
 
  public:
   using value_type = T;
@@ -67,7 +76,7 @@ class ConcurrentDynArray {
         data_arena_(max_size_ * sizeof(T), options),
         ready_arena_(max_size_, fresh(options)) {
     data_ = reinterpret_cast<T*>(data_arena_.base());
-    ready_ = reinterpret_cast<unsigned char*>(ready_arena_.base());
+    ready_ = reinterpret_cast<std::atomic<unsigned char>*>(ready_arena_.base());
   }
   explicit ConcurrentDynArray(max_bytes limit, ArenaOptions options = {})
       : ConcurrentDynArray(max_elements(limit.bytes / sizeof(T)), options) {}
@@ -143,9 +152,7 @@ class ConcurrentDynArray {
     o.reuse_reservation = false;
     return o;
   }
-  std::atomic_ref<unsigned char> ready(size_type i) const noexcept {
-    return std::atomic_ref<unsigned char>(ready_[i]);
-  }
+  std::atomic<unsigned char>& ready(size_type i) const noexcept { return ready_[i]; }
 
   static size_type checked(size_type max_size) {
     if (max_size == 0) throw std::invalid_argument("reservoir::ConcurrentDynArray: max_size 0");
@@ -184,9 +191,15 @@ class ConcurrentDynArray {
     // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
     // from fresh or decommitted memory, so they read as zero (not ready).
     data_arena_.reserve((i + 1) * sizeof(T));  // strong guarantee on failure
-    const size_type data_cap = std::min(data_arena_.committed() / sizeof(T), max_size_);
+    const size_type data_cap = (std::min)(data_arena_.committed() / sizeof(T), max_size_);
+    const size_type old_flags = (std::min)(ready_arena_.committed(), max_size_);
     ready_arena_.reserve(data_cap);  // on failure data_arena_ keeps a step: harmless, unclaimed
-    capacity_.store(std::min(data_cap, ready_arena_.committed()), std::memory_order_release);
+    const size_type flags = (std::min)(ready_arena_.committed(), max_size_);
+    // Begin the new flags' lifetime (as 0: not ready). No thread reads a flag at or above the
+    // old capacity before the release store below publishes it.
+    for (size_type k = old_flags; k < flags; ++k)
+      std::construct_at(ready_ + k, static_cast<unsigned char>(0));
+    capacity_.store((std::min)(data_cap, flags), std::memory_order_release);
   }
 
   void publish(size_type i) noexcept {
@@ -211,7 +224,7 @@ class ConcurrentDynArray {
   Arena data_arena_;
   Arena ready_arena_;
   T* data_ = nullptr;
-  unsigned char* ready_ = nullptr;  // one byte per slot, accessed through std::atomic_ref
+  std::atomic<unsigned char>* ready_ = nullptr;  // one flag per slot (constructed as committed)
   // Each counter on its own cache line: appenders hammer claimed_ and published_, readers poll
   // published_, and capacity_ is read-mostly.
   alignas(64) std::atomic<size_type> claimed_{0};    // slots handed out
@@ -219,5 +232,8 @@ class ConcurrentDynArray {
   alignas(64) std::atomic<size_type> capacity_{0};   // slots backed by committed memory
   alignas(64) std::mutex commit_mutex_;
 };
+#if defined(_MSC_VER)
+#pragma warning(pop)
+#endif
 
 }  // namespace reservoir

@@ -56,6 +56,40 @@ inline constexpr std::size_t kDefaultReserveBytes =
 // or valgrind), a default-constructed DynArray asks for half, and so on down to this.
 inline constexpr std::size_t kMinDefaultReserveBytes = std::size_t{64} << 20;
 
+namespace detail {
+
+// std::ranges::distance for an iterator and its sentinel (libc++ before 16 lacks it).
+template <std::input_iterator It, std::sentinel_for<It> S>
+constexpr std::iter_difference_t<It> distance(It first, S last) {
+  if constexpr (std::sized_sentinel_for<S, It>) {
+    return last - first;
+  } else {
+    std::iter_difference_t<It> n = 0;
+    for (; first != last; ++first)
+      ++n;
+    return n;
+  }
+}
+
+// The standard's exposition-only synth-three-way ([expos.only.entity]): <=> when T has it,
+// otherwise a weak ordering built from <.
+template <class T>
+constexpr auto synth_three_way(const T& x, const T& y) requires requires {
+  { x < y } -> std::convertible_to<bool>;
+  { y < x } -> std::convertible_to<bool>;
+}
+{
+  if constexpr (std::three_way_comparable<T>) {
+    return x <=> y;
+  } else {
+    if (x < y) return std::weak_ordering::less;
+    if (y < x) return std::weak_ordering::greater;
+    return std::weak_ordering::equivalent;
+  }
+}
+
+}  // namespace detail
+
 template <class T>
 class DynArray {
   static_assert(std::is_object_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
@@ -287,7 +321,7 @@ class DynArray {
   template <std::input_iterator It, std::sentinel_for<It> S>
   void assign(It first, S last) {
     if constexpr (std::forward_iterator<It>) {
-      reserve(static_cast<size_type>(std::ranges::distance(first, last)));
+      reserve(static_cast<size_type>(detail::distance(first, last)));
     }
     clear();
     for (; first != last; ++first)
@@ -400,14 +434,25 @@ class DynArray {
   friend bool operator==(const DynArray& a, const DynArray& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
-  friend auto operator<=>(const DynArray& a,
-                          const DynArray& b) requires std::three_way_comparable<T> {
-    return std::lexicographical_compare_three_way(a.begin(), a.end(), b.begin(), b.end());
+  // Lexicographic, through synth-three-way as std::vector: T's <=> where it has one, otherwise
+  // its < (weak_ordering), so `a < b` works for a T with only < and ==.
+  friend auto operator<=>(const DynArray& a, const DynArray& b) requires requires(const T& x) {
+    detail::synth_three_way(x, x);
+  }
+  {
+    using Cat =
+        decltype(detail::synth_three_way(std::declval<const T&>(), std::declval<const T&>()));
+    const T* i = a.data_;
+    const T* j = b.data_;
+    for (; i != a.end_ && j != b.end_; ++i, ++j) {
+      if (Cat c = detail::synth_three_way(*i, *j); c != 0) return c;
+    }
+    return static_cast<Cat>(a.size() <=> b.size());
   }
 
  private:
   static size_type checked_bytes(size_type max_size) {
-    if (max_size > std::numeric_limits<size_type>::max() / sizeof(T)) {
+    if (max_size > (std::numeric_limits<size_type>::max)() / sizeof(T)) {
       throw std::length_error("reservoir::DynArray: " + std::to_string(max_size) + " elements of " +
                               std::to_string(sizeof(T)) + " bytes overflow the address space");
     }
@@ -472,7 +517,7 @@ class DynArray {
   }
 
   void update_capacity() noexcept {
-    cap_ = data_ + std::min(arena_.committed() / sizeof(T), max_size_);
+    cap_ = data_ + (std::min)(arena_.committed() / sizeof(T), max_size_);
   }
 
   // Appends [first, last): with forward iterators it commits once; either way, if anything throws,
@@ -483,7 +528,7 @@ class DynArray {
     const size_type old_capacity = capacity();
     try {
       if constexpr (std::forward_iterator<It>) {
-        const auto n = static_cast<size_type>(std::ranges::distance(first, last));
+        const auto n = static_cast<size_type>(detail::distance(first, last));
         reserve_for_append(n);
         for (; first != last; ++first) {
           std::construct_at(end_, *first);
