@@ -106,22 +106,34 @@ struct Parked {
 
 constexpr std::size_t kCacheMaxCommitted = std::size_t{1} << 20;
 
-// The shared part: up to `limit` parked reservations, at most 1 MiB committed in all.
+struct ThreadSlot;
+
+// Everything parked, in per-thread slots and in the shared list, counts toward one limit of
+// `limit` reservations and kCacheMaxCommitted committed bytes. The counters are claimed before a
+// reservation is parked and given back when it leaves, so the limits hold at every moment.
 struct ReservationCache {
   std::mutex mutex;
-  std::vector<Parked> entries;         // guarded by mutex
-  std::size_t committed = 0;           // guarded by mutex
-  std::atomic<std::size_t> limit{16};  // 0: the cache is off
+  std::vector<Parked> entries;  // guarded by mutex
+  ThreadSlot* slots = nullptr;  // every live thread's slot (intrusive list), guarded by mutex
+  std::atomic<std::size_t> limit{16};     // 0: the cache is off
+  std::atomic<std::size_t> count{0};      // parked reservations, slots and entries
+  std::atomic<std::size_t> committed{0};  // their committed bytes
 
-  void release_all_entries() noexcept {
-    std::vector<Parked> gone;
-    {
-      std::lock_guard lock(mutex);
-      gone.swap(entries);
-      committed = 0;
+  // Claims room for one more parked reservation of `bytes` committed; false if it does not fit.
+  bool claim(std::size_t bytes) noexcept {
+    std::size_t n = count.load(std::memory_order_relaxed);
+    do {
+      if (n >= limit.load(std::memory_order_relaxed)) return false;
+    } while (!count.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+    if (committed.fetch_add(bytes, std::memory_order_relaxed) + bytes > kCacheMaxCommitted) {
+      unclaim(bytes);
+      return false;
     }
-    for (const Parked& p : gone)
-      (void)pal::release(p.mapping, p.mapping_size);
+    return true;
+  }
+  void unclaim(std::size_t bytes) noexcept {
+    committed.fetch_sub(bytes, std::memory_order_relaxed);
+    count.fetch_sub(1, std::memory_order_relaxed);
   }
 };
 
@@ -132,71 +144,145 @@ ReservationCache& cache() {
   return *c;
 }
 
-// The per-thread part: one slot, no lock. A thread that creates and destroys arrays in a loop
-// reuses one reservation without touching the mutex. At thread exit the slot moves to the shared
-// cache (or is released).
+// Set when this thread's slot is destroyed. Trivially destructible, so it stays readable while
+// the thread's other thread_local objects are destroyed, in whatever order: an arena destroyed
+// after the slot (a thread_local DynArray created before the slot was first used) then parks in
+// the shared list or releases, never into the dead slot.
+thread_local bool t_slot_gone = false;
+
+// The per-thread part: one slot, reached without the shared mutex, so a thread that creates and
+// destroys arrays in a loop reuses one reservation cheaply. `busy` keeps the owner and a thread
+// clearing every slot (set_reservation_cache_limit(0)) apart; only the latter ever waits.
 struct ThreadSlot {
+  std::atomic_flag busy = ATOMIC_FLAG_INIT;
   std::optional<Parked> parked;
-  ~ThreadSlot() {
-    if (!parked) return;
+  ThreadSlot* prev = nullptr;
+  ThreadSlot* next = nullptr;
+
+  ThreadSlot() noexcept {
     ReservationCache& c = cache();
-    {
-      std::lock_guard lock(c.mutex);
-      if (c.entries.size() < c.limit.load(std::memory_order_relaxed) &&
-          c.committed + parked->committed <= kCacheMaxCommitted) {
-        try {
-          c.entries.push_back(*parked);
-          c.committed += parked->committed;
-          return;
-        } catch (...) {
-          // fall through: release it
-        }
-      }
+    std::lock_guard lock(c.mutex);
+    next = c.slots;
+    if (next) next->prev = this;
+    c.slots = this;
+  }
+  ThreadSlot(const ThreadSlot&) = delete;
+  ThreadSlot& operator=(const ThreadSlot&) = delete;
+
+  // At thread exit the parked reservation moves to the shared list (it stays counted) or, if the
+  // list cannot take it, goes back to the OS.
+  ~ThreadSlot() {
+    t_slot_gone = true;
+    ReservationCache& c = cache();
+    std::optional<Parked> p = take();
+    std::lock_guard lock(c.mutex);
+    if (prev)
+      prev->next = next;
+    else
+      c.slots = next;
+    if (next) next->prev = prev;
+    if (!p) return;
+    try {
+      c.entries.push_back(*p);
+      return;
+    } catch (...) {
+      // no memory for the list's own bookkeeping: release instead
     }
-    (void)pal::release(parked->mapping, parked->mapping_size);
+    c.unclaim(p->committed);
+    (void)pal::release(p->mapping, p->mapping_size);
+  }
+
+  void lock() noexcept {
+    while (busy.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  void unlock() noexcept { busy.clear(std::memory_order_release); }
+
+  std::optional<Parked> take() noexcept {
+    lock();
+    std::optional<Parked> p = std::exchange(parked, std::nullopt);
+    unlock();
+    return p;
   }
 };
 thread_local ThreadSlot t_slot;
 
+// This thread's slot, or nullptr once it is destroyed.
+ThreadSlot* my_slot() noexcept {
+  return t_slot_gone ? nullptr : &t_slot;
+}
+
 std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& options) noexcept {
-  if (t_slot.parked && t_slot.parked->mapping_size == mapping_size &&
-      t_slot.parked->options == options) {
-    return std::exchange(t_slot.parked, std::nullopt);
-  }
   ReservationCache& c = cache();
+  if (c.count.load(std::memory_order_relaxed) == 0) return std::nullopt;
+  if (ThreadSlot* slot = my_slot()) {
+    slot->lock();
+    if (slot->parked && slot->parked->mapping_size == mapping_size &&
+        slot->parked->options == options) {
+      Parked p = *slot->parked;
+      slot->parked.reset();
+      slot->unlock();
+      c.unclaim(p.committed);
+      return p;
+    }
+    slot->unlock();
+  }
   std::lock_guard lock(c.mutex);
   for (std::size_t i = c.entries.size(); i-- > 0;) {
     if (c.entries[i].mapping_size == mapping_size && c.entries[i].options == options) {
       Parked p = c.entries[i];
       c.entries[i] = c.entries.back();
       c.entries.pop_back();
-      c.committed -= p.committed;
+      c.unclaim(p.committed);
       return p;
     }
   }
   return std::nullopt;
 }
 
-// Parks p in this thread's slot or the shared cache; false if both are full (or off).
+// Parks p in this thread's slot or the shared list; false if the limits are reached (or the
+// cache is off), and then the caller releases it.
 bool park(const Parked& p) noexcept {
   ReservationCache& c = cache();
-  if (c.limit.load(std::memory_order_relaxed) == 0) return false;
-  if (!t_slot.parked) {
-    t_slot.parked = p;
-    return true;
+  if (!c.claim(p.committed)) return false;
+  if (ThreadSlot* slot = my_slot()) {
+    slot->lock();
+    if (!slot->parked) {
+      slot->parked = p;
+      slot->unlock();
+      return true;
+    }
+    slot->unlock();
   }
   std::lock_guard lock(c.mutex);
-  if (c.entries.size() >= c.limit.load(std::memory_order_relaxed) ||
-      c.committed + p.committed > kCacheMaxCommitted) {
-    return false;
-  }
   try {
     c.entries.push_back(p);
   } catch (...) {
+    c.unclaim(p.committed);
     return false;  // no memory for the cache's own bookkeeping: release instead
   }
-  c.committed += p.committed;
   return true;
+}
+
+// Takes every parked reservation out of the cache (the shared list and every thread's slot).
+std::vector<Parked> take_all() noexcept {
+  ReservationCache& c = cache();
+  std::vector<Parked> gone;
+  std::lock_guard lock(c.mutex);
+  gone.swap(c.entries);
+  for (ThreadSlot* s = c.slots; s; s = s->next) {
+    if (std::optional<Parked> p = s->take()) {
+      try {
+        gone.push_back(*p);
+      } catch (...) {
+        c.unclaim(p->committed);
+        (void)pal::release(p->mapping, p->mapping_size);
+      }
+    }
+  }
+  for (const Parked& p : gone)
+    c.unclaim(p.committed);
+  return gone;
 }
 
 [[noreturn]] void throw_plan_error(std::errc e, std::size_t max_bytes) {
@@ -346,16 +432,12 @@ void set_reservation_cache_limit(std::size_t entries) noexcept {
 }
 
 void clear_reservation_cache() noexcept {
-  if (std::optional<Parked> p = std::exchange(t_slot.parked, std::nullopt)) {
-    (void)pal::release(p->mapping, p->mapping_size);
-  }
-  cache().release_all_entries();
+  for (const Parked& p : take_all())
+    (void)pal::release(p.mapping, p.mapping_size);
 }
 
 std::size_t reservation_cache_size() noexcept {
-  ReservationCache& c = cache();
-  std::lock_guard lock(c.mutex);
-  return c.entries.size() + (t_slot.parked ? 1 : 0);
+  return cache().count.load(std::memory_order_relaxed);
 }
 
 void swap(Arena& a, Arena& b) noexcept {

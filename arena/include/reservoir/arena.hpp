@@ -76,14 +76,16 @@ struct ArenaOptions {
 
 // The reservation cache: destroyed arenas (with reuse_reservation) park their reservation here,
 // trimmed to its first commit step, and new arenas of the same size and options take one instead
-// of calling the OS. Each thread has one lock-free slot; behind them a shared cache holds at most
-// `entries` reservations (default 16) and at most 1 MiB of committed memory in all. 0 turns the
-// cache off and releases what it holds. Thread-safe. Memory taken from the cache is not zeroed
-// (like malloc): containers construct what they store.
+// of calling the OS. Each thread has one slot reached without a lock, behind it a shared list;
+// slots and list together hold at most `entries` reservations (default 16) and at most 1 MiB of
+// committed memory. At thread exit a slot's reservation moves to the list or back to the OS, in
+// any destruction order of thread_local objects. 0 turns the cache off and releases everything
+// parked, in every thread's slot. Thread-safe. Memory taken from the cache is not zeroed (like
+// malloc): containers construct what they store.
 void set_reservation_cache_limit(std::size_t entries) noexcept;
-// Releases the shared cache's reservations and the calling thread's slot to the OS.
+// Releases every parked reservation (the shared list and every thread's slot) to the OS.
 void clear_reservation_cache() noexcept;
-// Reservations in the shared cache plus the calling thread's slot.
+// Reservations parked in the cache: every thread's slot plus the shared list.
 std::size_t reservation_cache_size() noexcept;
 
 // The first commit step: 64 KiB is 16 x86 pages (or 4 Apple Silicon pages) and the Windows
