@@ -34,6 +34,29 @@ static_assert(RESERVOIR_VERSION_MAJOR == 0);
 
 namespace {
 
+// A forward iterator over "x" strings whose distances are known without reading them.
+struct Strings {
+  using value_type = std::string;
+  using difference_type = std::ptrdiff_t;
+  using iterator_concept = std::forward_iterator_tag;
+  std::size_t i = 0;
+  std::string operator*() const { return "x"; }
+  Strings& operator++() {
+    ++i;
+    return *this;
+  }
+  Strings operator++(int) { return {i++}; }
+  bool operator==(const Strings&) const = default;
+  friend difference_type operator-(const Strings& a, const Strings& b) {
+    return static_cast<difference_type>(a.i - b.i);
+  }
+};
+struct StringsRange {
+  Strings first, last;
+  Strings begin() const { return first; }
+  Strings end() const { return last; }
+};
+
 template <class T>
 void check_equal(const DynArray<T>& a, const std::vector<T>& v) {
   REQUIRE(a.size() == v.size());
@@ -539,9 +562,9 @@ TEST_SUITE("dynarray") {
   TEST_CASE("a range longer than max_size() on a never-reserved array is length_error") {
     // The reserve step throws before any reservation exists; the cleanup must not touch the
     // (empty) arena's granule.
+    static_assert(std::forward_iterator<Strings> && std::sized_sentinel_for<Strings, Strings>);
     const std::size_t too_many = DynArray<std::string>().max_size() + 1;
-    auto strings = std::views::iota(std::size_t{0}, too_many) |
-                   std::views::transform([](std::size_t) { return std::string("x"); });
+    const StringsRange strings{Strings{0}, Strings{too_many}};
     DynArray<std::string> a;
     CHECK_THROWS_AS(a.append_range(strings), std::length_error);
     CHECK(a.empty());

@@ -93,6 +93,25 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
   return {};
 }
 
+// ---- address-space accounting
+// --------------------------------------------------------------------
+
+std::atomic<std::size_t> g_reserved{0};  // bytes reserved by live arenas and parked reservations
+std::atomic<std::size_t> g_budget{0};    // set by hand; 0: automatic
+
+std::error_code reserve_mapping(std::size_t size, void** out) noexcept {
+  std::error_code ec = pal::reserve(size, out);
+  if (!ec) g_reserved.fetch_add(size, std::memory_order_relaxed);
+  return ec;
+}
+
+// A refused release only leaks address space; nobody can be told (destructors), so the bytes are
+// no longer counted either way.
+void release_mapping(void* mapping, std::size_t size) noexcept {
+  (void)pal::release(mapping, size);
+  g_reserved.fetch_sub(size, std::memory_order_relaxed);
+}
+
 // ---- the reservation cache ----------------------------------------------------------------------
 
 struct Parked {
@@ -189,7 +208,7 @@ struct ThreadSlot {
       // no memory for the list's own bookkeeping: release instead
     }
     c.unclaim(p->committed);
-    (void)pal::release(p->mapping, p->mapping_size);
+    release_mapping(p->mapping, p->mapping_size);
   }
 
   void lock() noexcept {
@@ -276,7 +295,7 @@ std::vector<Parked> take_all() noexcept {
         gone.push_back(*p);
       } catch (...) {
         c.unclaim(p->committed);
-        (void)pal::release(p->mapping, p->mapping_size);
+        release_mapping(p->mapping, p->mapping_size);
       }
     }
   }
@@ -327,6 +346,12 @@ OsAllocationError::OsAllocationError(const char* operation, std::size_t bytes, c
   message_ += ": " + pal::describe(error);
 }
 
+OsAllocationError::OsAllocationError(const char* operation, std::size_t bytes, const void* address,
+                                     std::error_code error, const std::string& advice)
+    : OsAllocationError(operation, bytes, address, error) {
+  message_ += ". " + advice;
+}
+
 // ---- lifetime
 // ------------------------------------------------------------------------------------
 
@@ -368,7 +393,7 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
   }
   // 3. Reserve address space only.
   void* mapping = nullptr;
-  if (std::error_code ec = pal::reserve(l.mapping, &mapping)) {
+  if (std::error_code ec = reserve_mapping(l.mapping, &mapping)) {
     *error = ec;
     return std::nullopt;
   }
@@ -419,7 +444,7 @@ void Arena::release_all() noexcept {
   if (mapping_ != nullptr && !park_in_cache()) {
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)
-    (void)pal::release(mapping_, mapping_size_);
+    release_mapping(mapping_, mapping_size_);
   }
   base_ = nullptr;
   mapping_ = nullptr;
@@ -433,11 +458,36 @@ void set_reservation_cache_limit(std::size_t entries) noexcept {
 
 void clear_reservation_cache() noexcept {
   for (const Parked& p : take_all())
-    (void)pal::release(p.mapping, p.mapping_size);
+    release_mapping(p.mapping, p.mapping_size);
 }
 
 std::size_t reservation_cache_size() noexcept {
   return cache().count.load(std::memory_order_relaxed);
+}
+
+std::size_t reserved_address_space() noexcept {
+  return g_reserved.load(std::memory_order_relaxed);
+}
+
+std::size_t address_space_budget() noexcept {
+  const std::size_t set = g_budget.load(std::memory_order_relaxed);
+  return set ? set : pal::address_space_size() / 2;
+}
+
+void set_address_space_budget(std::size_t bytes) noexcept {
+  g_budget.store(bytes, std::memory_order_relaxed);
+}
+
+std::size_t default_reservation_size(std::size_t preferred) noexcept {
+  constexpr std::size_t kSmall = std::size_t{1} << 30;
+  constexpr std::size_t kTiny = std::size_t{64} << 20;
+  const std::size_t budget = address_space_budget();
+  const std::size_t used = reserved_address_space();
+  if (used <= budget / 4 && preferred <= budget / 4 - used) return preferred;
+  if (used <= budget && std::min(preferred, kSmall) <= budget - used) {
+    return std::min(preferred, kSmall);
+  }
+  return std::min(preferred, kTiny);
 }
 
 void swap(Arena& a, Arena& b) noexcept {

@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -82,6 +84,21 @@ std::size_t allocation_granularity() noexcept {
 }
 
 // ---- address space -----------------------------------------------------------------------------
+
+std::size_t address_space_size() noexcept {
+  // The stack sits just below the top of the user address space on Linux, macOS and FreeBSD.
+  int probe = 0;
+  const auto top = reinterpret_cast<std::uintptr_t>(&probe);
+  std::size_t size = top < (std::uintptr_t{1} << (sizeof(std::uintptr_t) * 8 - 1))
+                         ? static_cast<std::size_t>(std::bit_ceil(top + 1))
+                         : static_cast<std::size_t>(top);
+  struct rlimit lim {};
+  if (::getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      static_cast<std::size_t>(lim.rlim_cur) < size) {
+    size = static_cast<std::size_t>(lim.rlim_cur);
+  }
+  return size ? size : 1;
+}
 
 std::error_code reserve(std::size_t size, void** out) noexcept {
   std::error_code ec;

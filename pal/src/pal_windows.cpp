@@ -81,6 +81,14 @@ std::size_t allocation_granularity() noexcept {
 
 // ---- address space -----------------------------------------------------------------------------
 
+std::size_t address_space_size() noexcept {
+  // 128 TiB on Windows 8.1 and later (x64), 8 TiB before; 2-4 GiB for 32-bit processes.
+  const SYSTEM_INFO& si = system_info();
+  const auto top = reinterpret_cast<std::uintptr_t>(si.lpMaximumApplicationAddress);
+  const auto bottom = reinterpret_cast<std::uintptr_t>(si.lpMinimumApplicationAddress);
+  return top > bottom ? static_cast<std::size_t>(top - bottom) + 1 : 1;
+}
+
 std::error_code reserve(std::size_t size, void** out) noexcept {
   std::error_code ec;
   if (injected_failure(Op::reserve, &ec)) return ec;

@@ -26,6 +26,9 @@ class OsAllocationError : public std::bad_alloc {
  public:
   OsAllocationError(const char* operation, std::size_t bytes, const void* address,
                     std::error_code error);
+  // The same, with a sentence appended that names the limit met and the remedy.
+  OsAllocationError(const char* operation, std::size_t bytes, const void* address,
+                    std::error_code error, const std::string& advice);
   const char* what() const noexcept override { return message_.c_str(); }
   const std::error_code& code() const noexcept { return error_; }
 
@@ -87,6 +90,29 @@ void set_reservation_cache_limit(std::size_t entries) noexcept;
 void clear_reservation_cache() noexcept;
 // Reservations parked in the cache: every thread's slot plus the shared list.
 std::size_t reservation_cache_size() noexcept;
+
+// ---- the address-space budget
+// ---------------------------------------------------------------------
+//
+// Reserving is free in RAM but not in address space: 128 TiB (47-bit x86-64 and arm64) holds only
+// 2048 reservations of 64 GiB, a 39-bit arm64 kernel's 512 GiB only 8, and every reservation is
+// at least one kernel mapping (Linux allows 65530 by default, vm.max_map_count). Containers that
+// are not given a size (default-constructed DynArray) therefore ask default_reservation_size(),
+// which plans within a budget: the first arrays get the full default (64 GiB) while the address
+// space reserved by all arenas stays under a quarter of the budget; after that a new default
+// array reserves 1 GiB while the total stays under the budget, and 64 MiB beyond it. Arrays given
+// reservoir::max_elements / max_bytes get exactly what they ask for, and count toward the total.
+
+// Address space reserved by every live Arena, parked reservations included.
+std::size_t reserved_address_space() noexcept;
+// The budget: half of pal::address_space_size() (which follows RLIMIT_AS), unless set by hand.
+std::size_t address_space_budget() noexcept;
+// Sets the budget in bytes; 0 goes back to the automatic one. Thread-safe.
+void set_address_space_budget(std::size_t bytes) noexcept;
+// What a default-sized container should reserve now, given that it would like `preferred` bytes:
+// `preferred` while reserved_address_space() + preferred stays within a quarter of the budget,
+// else min(preferred, 1 GiB) while the total stays within the budget, else min(preferred, 64 MiB).
+std::size_t default_reservation_size(std::size_t preferred) noexcept;
 
 // The first commit step: 64 KiB is 16 x86 pages (or 4 Apple Silicon pages) and the Windows
 // allocation granularity; an empty or tiny arena holds at most this much unused RAM.

@@ -478,11 +478,14 @@ class DynArray {
     return static_cast<size_type>(pos - data_);
   }
 
-  // Reserves the default address space on first use (default-constructed or moved-from arrays).
-  // If the OS refuses kDefaultReserveBytes (an address-space limit, valgrind), it halves the
-  // request down to kMinDefaultReserveBytes, and max_size() reports what was granted.
+  // Reserves the default address space on first use (default-constructed or moved-from arrays):
+  // what the process-wide budget grants (default_reservation_size(): kDefaultReserveBytes while
+  // few arrays exist, less when many do). If the OS refuses that (an address-space limit,
+  // valgrind), it halves the request down to kMinDefaultReserveBytes; max_size() reports what
+  // was granted.
   static std::optional<Arena> reserve_default(size_type* max_size, std::error_code* ec) noexcept {
-    for (std::size_t bytes = kDefaultReserveBytes; bytes >= kMinDefaultReserveBytes; bytes /= 2) {
+    for (std::size_t bytes = default_reservation_size(kDefaultReserveBytes);
+         bytes >= kMinDefaultReserveBytes; bytes /= 2) {
       if (bytes / sizeof(T) == 0) break;
       if (std::optional<Arena> a = Arena::create(bytes / sizeof(T) * sizeof(T), {}, ec)) {
         *max_size = bytes / sizeof(T);
@@ -490,6 +493,15 @@ class DynArray {
       }
     }
     return std::nullopt;
+  }
+  [[noreturn]] static void throw_reserve_error(std::error_code ec) {
+    throw OsAllocationError(
+        "reserve", kMinDefaultReserveBytes, nullptr, ec,
+        "The process has no address space left for another default DynArray (" +
+            format_bytes(reserved_address_space()) +
+            " reserved by reservoir; on Linux each array is also one or two of the "
+            "vm.max_map_count mappings): give arrays an explicit reservoir::max_elements(n), or "
+            "raise the limit (ulimit -v, sysctl vm.max_map_count)");
   }
   void adopt(Arena&& a, size_type max_size) noexcept {
     arena_ = std::move(a);
@@ -503,7 +515,7 @@ class DynArray {
     size_type max_size = 0;
     std::error_code ec;
     std::optional<Arena> a = reserve_default(&max_size, &ec);
-    if (!a) throw OsAllocationError("reserve", kMinDefaultReserveBytes, nullptr, ec);
+    if (!a) throw_reserve_error(ec);
     adopt(std::move(*a), max_size);
   }
   bool try_ensure_reserved() noexcept {

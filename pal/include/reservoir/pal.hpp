@@ -39,6 +39,12 @@ std::size_t allocation_granularity() noexcept;
 // On failure *out is untouched.
 std::error_code reserve(std::size_t size, void** out) noexcept;
 
+// The size of the user address space this process can reserve from: the span below the highest
+// user address (POSIX: the next power of two above the stack, which the kernel places at the top,
+// so 128 TiB on 47-bit x86-64 and arm64, 512 GiB on 39-bit arm64 kernels; Windows:
+// lpMaximumApplicationAddress), lowered to RLIMIT_AS where that is set. Never 0.
+std::size_t address_space_size() noexcept;
+
 // Makes [addr, addr+size) readable and writable. addr and size are page-aligned and lie inside one
 // reservation. Committing an already committed page is harmless and keeps its contents.
 std::error_code commit(void* addr, std::size_t size) noexcept;
