@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "pal_internal.hpp"
 
@@ -282,6 +283,165 @@ std::uint64_t minor_faults() noexcept {
   struct rusage ru {};
   if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
   return static_cast<std::uint64_t>(ru.ru_minflt);
+}
+
+// ---- memory limits
+// -------------------------------------------------------------------------------
+
+#if defined(__linux__)
+namespace {
+
+// The whole of a small file (/proc, cgroupfs), or "" if it cannot be read.
+std::string read_small_file(const std::string& path) {
+  std::string out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+// A cgroup file holding one number ("max" or a v1 value near 2^63 mean: no limit).
+bool read_limit_value(const std::string& path, std::size_t* out) {
+  const std::string text = read_small_file(path);
+  if (text.empty() || text.compare(0, 3, "max") == 0) return false;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (v >= (1ull << 62)) return false;
+  *out = static_cast<std::size_t>(v);
+  return true;
+}
+
+std::size_t stat_value(const std::string& stat, const char* key) {
+  const std::string k = std::string(key) + " ";
+  for (std::size_t at = 0; at < stat.size();) {
+    if (stat.compare(at, k.size(), k) == 0) {
+      return static_cast<std::size_t>(std::strtoull(stat.c_str() + at + k.size(), nullptr, 10));
+    }
+    at = stat.find('\n', at);
+    if (at == std::string::npos) break;
+    ++at;
+  }
+  return 0;
+}
+
+// Where the memory controller is mounted and this process's cgroup under it.
+struct CgroupDir {
+  std::string mount;  // e.g. /sys/fs/cgroup or /sys/fs/cgroup/memory
+  std::string path;   // the cgroup, relative to the mount ("/" or "/a/b")
+  bool v2 = false;
+};
+
+bool find_memory_cgroup(CgroupDir* out) {
+  // 1. Mount points: a cgroup2 mount, or a v1 cgroup mount whose options name "memory".
+  std::string v1_mount, v2_mount;
+  const std::string mountinfo = read_small_file("/proc/self/mountinfo");
+  for (std::size_t at = 0; at < mountinfo.size();) {
+    std::size_t end = mountinfo.find('\n', at);
+    if (end == std::string::npos) end = mountinfo.size();
+    const std::string line = mountinfo.substr(at, end - at);
+    at = end + 1;
+    // "id parent major:minor root mountpoint options ... - fstype source superoptions"
+    const std::size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::size_t f = 0;
+    std::string fields[5];
+    for (int i = 0; i < 5 && f < dash; ++i) {
+      const std::size_t sp = line.find(' ', f);
+      fields[i] = line.substr(f, (sp == std::string::npos ? dash : sp) - f);
+      f = sp == std::string::npos ? dash : sp + 1;
+    }
+    const std::string tail = line.substr(dash + 3);
+    if (tail.compare(0, 8, "cgroup2 ") == 0) {
+      if (v2_mount.empty()) v2_mount = fields[4];
+    } else if (tail.compare(0, 7, "cgroup ") == 0) {
+      const std::string super = tail.substr(tail.rfind(' ') + 1);
+      if (("," + super + ",").find(",memory,") != std::string::npos) v1_mount = fields[4];
+    }
+  }
+  // 2. This process's cgroup: "N:memory:/path" (v1) or "0::/path" (v2).
+  const std::string cgroup = read_small_file("/proc/self/cgroup");
+  std::string v1_path, v2_path;
+  for (std::size_t at = 0; at < cgroup.size();) {
+    std::size_t end = cgroup.find('\n', at);
+    if (end == std::string::npos) end = cgroup.size();
+    const std::string line = cgroup.substr(at, end - at);
+    at = end + 1;
+    const std::size_t c1 = line.find(':');
+    const std::size_t c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1);
+    if (controllers.empty()) {
+      v2_path = line.substr(c2 + 1);
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      v1_path = line.substr(c2 + 1);
+    }
+  }
+  // 3. v1's memory controller wins where it is mounted (hybrid systems mount an empty v2 too).
+  if (!v1_mount.empty() && !v1_path.empty()) {
+    *out = {v1_mount, v1_path, false};
+    return true;
+  }
+  if (!v2_mount.empty() && !v2_path.empty()) {
+    *out = {v2_mount, v2_path, true};
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+#endif
+
+bool memory_limit(MemoryLimit* out) noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return false;
+#if defined(__linux__)
+  try {
+    CgroupDir dir;
+    if (!find_memory_cgroup(&dir)) return false;
+    // The cgroup and each ancestor up to the mount: the level with the least headroom decides.
+    bool found = false;
+    std::size_t best_headroom = 0;
+    std::string path = dir.path;
+    for (;;) {
+      const std::string base = dir.mount + (path == "/" ? "" : path) + "/";
+      std::size_t limit = 0;
+      if (read_limit_value(base + (dir.v2 ? "memory.max" : "memory.limit_in_bytes"), &limit)) {
+        std::size_t usage = 0;
+        const std::string usage_file = base + (dir.v2 ? "memory.current" : "memory.usage_in_bytes");
+        const std::string usage_text = read_small_file(usage_file);
+        if (!usage_text.empty()) {
+          usage = static_cast<std::size_t>(std::strtoull(usage_text.c_str(), nullptr, 10));
+          const std::string stat = read_small_file(base + "memory.stat");
+          const std::size_t inactive =
+              stat_value(stat, dir.v2 ? "inactive_file" : "total_inactive_file");
+          usage = inactive < usage ? usage - inactive : 0;
+          const std::size_t headroom = usage < limit ? limit - usage : 0;
+          if (!found || headroom < best_headroom) {
+            found = true;
+            best_headroom = headroom;
+            out->limit = limit;
+            out->usage = usage;
+            out->source = base + (dir.v2 ? "memory.max" : "memory.limit_in_bytes");
+          }
+        }
+      }
+      if (path.empty() || path == "/") break;
+      const std::size_t slash = path.rfind('/');
+      path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+    }
+    return found;
+  } catch (...) {
+    return false;  // no memory to read the files: report no limit rather than fail
+  }
+#else
+  (void)out;
+  return false;
+#endif
 }
 
 std::size_t available_memory() noexcept {

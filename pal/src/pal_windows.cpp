@@ -209,6 +209,11 @@ std::uint64_t minor_faults() noexcept {
   return memory_counters(&pmc) ? pmc.PageFaultCount : 0;  // soft and hard faults together
 }
 
+bool memory_limit(MemoryLimit*) noexcept {
+  // A job object's memory limit makes VirtualAlloc(MEM_COMMIT) itself fail: nothing to read.
+  return false;
+}
+
 std::size_t available_memory() noexcept {
   if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
   MEMORYSTATUSEX status{};

@@ -60,9 +60,11 @@ struct ArenaOptions {
 
   // Back each newly committed step with RAM at once (Linux MADV_POPULATE_WRITE, then a store
   // per page; elsewhere the stores alone), so no append takes a page fault: 3-4x faster growth on
-  // Linux and a flat latency tail (see the README). It also turns running out of RAM into a clean
-  // OsAllocationError instead of an OOM kill at first touch. Cost: the step's pages are backed
-  // before they are used, and the commit call itself takes longer (up to a few ms for 2 MiB).
+  // Linux and a flat latency tail (see the README). If the populate call itself is refused
+  // (ENOMEM), the step is undone and reported as OsAllocationError; but under a memory cgroup
+  // the populate meets the OOM killer exactly as a first touch would, which is what
+  // respect_memory_limit prevents. Cost: the step's pages are backed before they are used, and
+  // the commit call itself takes longer (up to a few ms for 2 MiB).
   bool prefault = true;
 
   // On destruction, keep the reservation (with its first commit step) in a small process-wide
@@ -73,6 +75,12 @@ struct ArenaOptions {
   // Ask for transparent huge pages (Linux MADV_HUGEPAGE) over the reservation. Only whole,
   // aligned 2 MiB steps can use them, so small arenas are unaffected. A hint.
   bool huge_pages = false;
+
+  // Refuse a commit step that would take the process past its memory limit (minus a margin),
+  // with OsAllocationError naming the limit, instead of letting the kernel's OOM killer end the
+  // process when the pages are touched. The limit is the Linux memory cgroup's (containers:
+  // Docker, Kubernetes) or one set by set_memory_limit(). See memory_limit_headroom().
+  bool respect_memory_limit = true;
 
   bool operator==(const ArenaOptions&) const = default;
 };
@@ -113,6 +121,27 @@ void set_address_space_budget(std::size_t bytes) noexcept;
 // `preferred` while reserved_address_space() + preferred stays within a quarter of the budget,
 // else min(preferred, 1 GiB) while the total stays within the budget, else min(preferred, 64 MiB).
 std::size_t default_reservation_size(std::size_t preferred) noexcept;
+
+// ---- memory limits -----------------------------------------------------------------------------
+//
+// Under a memory cgroup limit, touching a page past the limit runs the OOM killer: SIGKILL, for
+// std::vector and for us alike (populating a step does the same). So before each commit step an
+// arena (with respect_memory_limit, the default) compares the step with the headroom left under
+// the effective limit minus a margin (1/32 of the limit, at least 8 MiB) and refuses the step with
+// OsAllocationError if it does not fit. The cgroup's files are read at most once per commit step;
+// a reading is reused for later steps while the headroom it left stays above a quarter of the
+// limit and it is younger than 20 ms (1 s when no limit is set). Memory the rest of the program
+// allocates in between is not seen until the next reading.
+
+// Kinds of limit for set_memory_limit().
+inline constexpr std::size_t kMemoryLimitAuto = 0;  // the cgroup's (the default)
+inline constexpr std::size_t kMemoryLimitOff = static_cast<std::size_t>(-1);  // no check
+// Sets the limit commit steps are checked against: kMemoryLimitAuto, kMemoryLimitOff, or a
+// number of bytes the process's resident set (pal::current_rss()) must stay under. Thread-safe.
+void set_memory_limit(std::size_t bytes) noexcept;
+// The headroom left for commits as of a fresh reading (limit - usage - margin), or
+// kMemoryLimitOff if no limit applies.
+std::size_t memory_limit_headroom() noexcept;
 
 // The first commit step: 64 KiB is 16 x86 pages (or 4 Apple Silicon pages) and the Windows
 // allocation granularity; an empty or tiny arena holds at most this much unused RAM.

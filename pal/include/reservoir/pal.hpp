@@ -66,6 +66,22 @@ std::error_code prefault(void* addr, std::size_t size) noexcept;
 // std::errc::not_supported elsewhere.
 std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept;
 
+// ---- memory limits
+// -------------------------------------------------------------------------------
+
+// The tightest memory limit the process is under: a Linux memory cgroup (v2 memory.max with
+// memory.current; v1 memory.limit_in_bytes with memory.usage_in_bytes), its own or an
+// ancestor's, found through /proc/self/cgroup and /proc/self/mountinfo. `usage` excludes the
+// cgroup's inactive file cache, which the kernel reclaims before it kills anything.
+struct MemoryLimit {
+  std::size_t limit = 0;  // bytes the cgroup may use
+  std::size_t usage = 0;  // bytes it uses now (its working set)
+  std::string source;     // the file the limit came from, for messages
+};
+// True and *out filled if a limit is set; false if none is (or none can be read, or on an OS
+// without cgroups; Windows job-object limits already make VirtualAlloc's commit fail).
+bool memory_limit(MemoryLimit* out) noexcept;
+
 // ---- errors ------------------------------------------------------------------------------------
 
 // The category of the error codes above: errno on POSIX, GetLastError() on Windows (whose
