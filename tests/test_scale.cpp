@@ -79,6 +79,12 @@ RESERVOIR_CHILD("scale.address_space_runs_out") {
 
 TEST_SUITE("scale") {
   TEST_CASE("30,000 live default arrays, each able to grow to 1 GiB") {
+    if (kThreadSanitizer) {
+      MESSAGE(
+          "skipped under ThreadSanitizer: its fixed memory layout has no room for the ~45 TiB "
+          "of reservations (the release, asan and valgrind runs cover it)");
+      return;
+    }
     const reservoir::pal::ProcessResult r = test::run_child("scale.many_default_arrays");
     INFO(test::describe(r));
     MESSAGE(r.output);
@@ -88,6 +94,10 @@ TEST_SUITE("scale") {
 
 #if !defined(_WIN32)
   TEST_CASE("when the address space runs out: a clean error naming the limit, nothing lost") {
+    if (kThreadSanitizer) {
+      MESSAGE("skipped under ThreadSanitizer, which aborts when RLIMIT_AS refuses its mappings");
+      return;
+    }
     const reservoir::pal::ProcessResult r = test::run_child("scale.address_space_runs_out");
     INFO(test::describe(r));
     MESSAGE(r.output);
