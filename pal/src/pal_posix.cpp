@@ -497,10 +497,12 @@ std::size_t available_memory() noexcept {
 #elif defined(__APPLE__)
   vm_statistics64_data_t vm{};
   mach_msg_type_number_t count = HOST_VM_INFO64_COUNT;
-  if (host_statistics64(mach_host_self(), HOST_VM_INFO64, reinterpret_cast<host_info64_t>(&vm),
-                        &count) != KERN_SUCCESS) {
-    return 0;
-  }
+  // mach_host_self() hands out a send right each call: give it back, or every call leaks one.
+  const mach_port_t host = mach_host_self();
+  const kern_return_t kr =
+      host_statistics64(host, HOST_VM_INFO64, reinterpret_cast<host_info64_t>(&vm), &count);
+  (void)mach_port_deallocate(mach_task_self(), host);
+  if (kr != KERN_SUCCESS) return 0;
   return (static_cast<std::size_t>(vm.free_count) + vm.inactive_count) * page_size();
 #elif defined(__FreeBSD__)
   unsigned free_pages = 0, inactive_pages = 0;
