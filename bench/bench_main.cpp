@@ -649,15 +649,18 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
         "by T threads\n   (median of {} reps)\n\n",
         rb::format_count(std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)), cfg.reps);
   } else {
-    fmt::print("4. Concurrent appends: T threads append {} ints in total (median of {} reps)\n\n",
-               rb::format_count(concurrent_size(cfg)), cfg.reps);
+    fmt::print(
+        "4. Concurrent appends: T threads append {} ints in total (median of {} reps; _bulk: "
+        "append_range\n   batches of {}; _readers: one more thread scans the published prefix "
+        "meanwhile)\n\n",
+        rb::format_count(concurrent_size(cfg)), cfg.reps, rb::kBulkBatch);
   }
-  fmt::print("{:>8}  {:<22}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",
+  fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",
              "median", "min..max", "Melem/s", fmt::format("vs {}", base_name), "vs 1 thread");
   for (const Result& r : rs) {
     if (r.table != table) continue;
     if (r.status != "ok") {
-      fmt::print("{:>8}  {:<22}{}\n", r.threads, r.container, r.status);
+      fmt::print("{:>8}  {:<28}{}\n", r.threads, r.container, r.status);
       continue;
     }
     const Result* base = nullptr;
@@ -667,7 +670,7 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
       if (o.container == base_name && o.threads == r.threads) base = &o;
       if (o.container == r.container && o.threads == 1) single = &o;
     }
-    fmt::print("{:>8}  {:<22}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
+    fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
                format_seconds(r.seconds),
                format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max), r.eps / 1e6,
                base && base != &r ? speed_ratio(base->seconds, r.seconds) : std::string("-"),
