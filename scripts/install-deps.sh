@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what reservoir's builds need on Debian/Ubuntu, only if missing.
-#   scripts/install-deps.sh [base] [windows] [fuzz] [plot] [valgrind]     (default: base)
+#   scripts/install-deps.sh [base] [windows] [libcxx] [fuzz] [plot] [valgrind]   (default: base)
 set -euo pipefail
 
 groups=("$@")
@@ -12,10 +12,11 @@ for g in "${groups[@]}"; do
     base) want+=(cmake ninja-build g++ clang libclang-rt-14-dev git pkg-config doctest-dev libfmt-dev
                  libcli11-dev libtbb-dev) ;;
     windows) want+=(g++-mingw-w64-x86-64-posix wine64 doctest-dev libfmt-dev libcli11-dev) ;;
+    libcxx) want+=(clang libc++-14-dev libc++abi-14-dev doctest-dev libfmt-dev libcli11-dev) ;;
     fuzz) want+=(clang libclang-rt-14-dev) ;;
     plot) want+=(python3 python3-matplotlib) ;;
     valgrind) want+=(valgrind) ;;
-    *) echo "install-deps.sh: unknown group '$g' (base, windows, fuzz, plot, valgrind)" >&2; exit 2 ;;
+    *) echo "install-deps.sh: unknown group '$g' (base, windows, libcxx, fuzz, plot, valgrind)" >&2; exit 2 ;;
   esac
 done
 

@@ -35,6 +35,6 @@ for mode in package subdirectory fetchcontent; do
 done
 
 echo "==> pkg-config consumer" >&2
-g++ tests/consumer/main.cpp $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs reservoir) \
+g++ tests/consumer/main.cpp $(PKG_CONFIG_PATH="$pcdir" pkg-config --static --cflags --libs reservoir) \
   -o "$work/pc-consumer"
 "$work/pc-consumer"

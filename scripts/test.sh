@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and runs the tests: scripts/test.sh [PRESET...]   (default: release)
-# Presets: release dev asan tsan clang windows-mingw (see CMakePresets.json).
+# Presets: release dev asan tsan clang libcxx posix-generic windows-mingw (see CMakePresets.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,7 @@ presets=("$@")
 groups=(base)
 for p in "${presets[@]}"; do
   [ "$p" = windows-mingw ] && groups+=(windows)
+  [ "$p" = libcxx ] && groups+=(libcxx)
 done
 scripts/install-deps.sh "${groups[@]}"
 

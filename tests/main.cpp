@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string_view>
 
@@ -74,6 +75,16 @@ void expect_fault_here() {
 }  // namespace test
 
 int main(int argc, char** argv) {
+  // RESERVOIR_TEST_PAGE_SIZE=16384 runs everything as on a machine with 16 KiB pages (children
+  // inherit the variable, so they agree with the parent).
+  if (const char* forced = std::getenv("RESERVOIR_TEST_PAGE_SIZE")) {
+    const auto bytes = static_cast<std::size_t>(std::strtoull(forced, nullptr, 10));
+    if (!reservoir::pal::testing::set_page_size(bytes)) {
+      std::fprintf(stderr, "RESERVOIR_TEST_PAGE_SIZE=%s: not a power-of-two multiple of %zu\n",
+                   forced, reservoir::pal::page_size());
+      return 98;
+    }
+  }
   if (argc == 3 && std::string_view(argv[1]) == "--child") return test::run_child_main(argv[2]);
   doctest::Context context(argc, argv);
   return context.run();

@@ -220,9 +220,10 @@ TEST_SUITE("arena") {
     ArenaOptions silly;
     silly.commit_granule = std::numeric_limits<std::size_t>::max();
     CHECK_THROWS_AS((void)Arena(kMiB, silly), std::invalid_argument);
-    // A page-aligned cap that overflows when rounded up to whole granules of seven pages.
+    // A page-aligned cap that overflows when rounded up to whole granules of 19 pages (19 divides
+    // no 2^k - 1 for k = 48, 50, 52: the cap is no whole number of granules at 4, 16 or 64 KiB).
     ArenaOptions odd;
-    odd.commit_granule = 7 * pal::page_size();
+    odd.commit_granule = 19 * pal::page_size();
     odd.max_commit_step =
         std::numeric_limits<std::size_t>::max() / pal::page_size() * pal::page_size();
     REQUIRE(odd.max_commit_step % odd.commit_granule != 0);

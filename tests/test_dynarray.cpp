@@ -57,6 +57,12 @@ struct StringsRange {
   Strings end() const { return last; }
 };
 
+// std::ranges::equal, which libc++ 14 lacks.
+template <class A, class B>
+bool equal_to(const A& a, const B& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
+
 template <class T>
 void check_equal(const DynArray<T>& a, const std::vector<T>& v) {
   REQUIRE(a.size() == v.size());
@@ -107,7 +113,7 @@ TEST_SUITE("dynarray") {
     CHECK(s.data() == a.data());
     std::span<const int> cs = std::as_const(a);
     CHECK(cs[2] == 3);
-    CHECK(std::ranges::find(a, 2) == a.begin() + 1);
+    CHECK(std::find(a.begin(), a.end(), 2) == a.begin() + 1);
     a.pop_back();
     CHECK(a.size() == 2);
     a.clear();
@@ -122,18 +128,18 @@ TEST_SUITE("dynarray") {
   TEST_CASE("assign and the iterator constructor behave like std::vector's; the base stays") {
     std::vector<std::string> words = {"alpha", "beta", "gamma", "delta"};
     DynArray<std::string> a(words.begin(), words.end());
-    CHECK(std::ranges::equal(a, words));
+    CHECK(equal_to(a, words));
     const std::string* base = a.data();
     a.assign(3, a[1]);  // the value may be one of the array's own elements
-    CHECK(std::ranges::equal(a, std::vector<std::string>(3, "beta")));
+    CHECK(equal_to(a, std::vector<std::string>(3, "beta")));
     a.assign({"x", "y"});
-    CHECK(std::ranges::equal(a, std::vector<std::string>{"x", "y"}));
+    CHECK(equal_to(a, std::vector<std::string>{"x", "y"}));
     a = {"p", "q", "r", "s", "t"};
     CHECK(a.size() == 5);
     CHECK(a.back() == "t");
     std::istringstream in("one two three");
     a.assign(std::istream_iterator<std::string>(in), std::istream_iterator<std::string>());
-    CHECK(std::ranges::equal(a, std::vector<std::string>{"one", "two", "three"}));
+    CHECK(equal_to(a, std::vector<std::string>{"one", "two", "three"}));
     a.assign_range(std::deque<std::string>(words.rbegin(), words.rend()));
     CHECK(a.front() == "delta");
     CHECK(a.data() == base);  // assigning never moves the array

@@ -280,7 +280,7 @@ thread_local bool t_slot_gone = false;
 // destroys arrays in a loop reuses one reservation cheaply. `busy` keeps the owner and a thread
 // clearing every slot (set_reservation_cache_limit(0)) apart; only the latter ever waits.
 struct ThreadSlot {
-  std::atomic_flag busy = ATOMIC_FLAG_INIT;
+  std::atomic_flag busy;  // clear from construction (C++20)
   std::optional<Parked> parked;
   ThreadSlot* prev = nullptr;
   ThreadSlot* next = nullptr;
@@ -665,9 +665,11 @@ std::error_code Arena::commit_to(std::size_t bytes) noexcept {
     //    nothing was populated: a read maps the shared zero page first).
     std::error_code ec = pal::prefault(start, len);
     if (!ec || ec == std::errc::not_supported) {
-      const std::size_t page = pal::page_size();
+      // Every 4 KiB, the smallest page of any supported OS, whatever page_size() says: a store
+      // per page on 4 KiB systems, a few redundant ones per page elsewhere.
+      constexpr std::size_t kTouchStride = 4096;
       auto* first = static_cast<volatile unsigned char*>(static_cast<void*>(start));
-      for (std::size_t off = 0; off < len; off += page)
+      for (std::size_t off = 0; off < len; off += kTouchStride)
         first[off] = 0;
     } else {
       // The OS cannot back the step now (MADV_POPULATE_WRITE says ENOMEM): report it here as a

@@ -16,6 +16,8 @@ struct FaultSlot {
   std::error_code error;    // guarded by mutex
 };
 
+std::atomic<std::size_t> g_page_size_override{0};
+
 constexpr std::size_t kOps = static_cast<std::size_t>(Op::count_);
 std::array<FaultSlot, kOps> g_slots;
 std::mutex g_mutex;
@@ -27,6 +29,10 @@ FaultSlot& slot(Op op) noexcept {
 }  // namespace
 
 namespace detail {
+
+std::size_t page_size_override() noexcept {
+  return g_page_size_override.load(std::memory_order_relaxed);
+}
 
 bool injected_failure(Op op, std::error_code* ec) noexcept {
   FaultSlot& s = slot(op);
@@ -68,6 +74,18 @@ void clear() noexcept {
 
 std::uint64_t calls(Op op) noexcept {
   return slot(op).calls.load(std::memory_order_relaxed);
+}
+
+bool set_page_size(std::size_t bytes) noexcept {
+  if (bytes == 0) {
+    g_page_size_override.store(0, std::memory_order_relaxed);
+    return true;
+  }
+  g_page_size_override.store(0, std::memory_order_relaxed);
+  const std::size_t real = page_size();
+  if ((bytes & (bytes - 1)) != 0 || bytes % real != 0) return false;
+  g_page_size_override.store(bytes, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace testing

@@ -10,6 +10,9 @@ namespace reservoir::pal::detail {
 // Counts the call and, if a test armed `op`, stores the injected error in *ec and returns true.
 bool injected_failure(Op op, std::error_code* ec) noexcept;
 
+// The page size set by testing::set_page_size(), or 0.
+std::size_t page_size_override() noexcept;
+
 inline std::error_code os_error(int value) noexcept {
   return {value, os_category()};
 }

@@ -1,4 +1,9 @@
 // pal for POSIX systems: Linux, macOS and FreeBSD. Their differences are the marked #if blocks.
+//
+// RESERVOIR_PAL_LINUX selects Linux's own paths (MAP_NORESERVE, MADV_POPULATE_WRITE, decommit by
+// madvise + mprotect, VmHWM). The posix-generic build (RESERVOIR_POSIX_GENERIC) turns it off on
+// Linux, so the paths macOS and FreeBSD take run and are tested here; only the calls that exist
+// on one OS alone (mach, sysctl / kinfo_proc) keep Linux's /proc stand-ins.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -19,6 +24,12 @@
 #include <string>
 
 #include "pal_internal.hpp"
+
+#if defined(__linux__) && !defined(RESERVOIR_POSIX_GENERIC)
+#define RESERVOIR_PAL_LINUX 1
+#else
+#define RESERVOIR_PAL_LINUX 0
+#endif
 
 #if defined(__APPLE__)
 #include <mach-o/dyld.h>
@@ -73,6 +84,7 @@ std::size_t read_proc_kib(const char* path, const char* key) noexcept {
 // ---- sizes -------------------------------------------------------------------------------------
 
 std::size_t page_size() noexcept {
+  if (std::size_t forced = detail::page_size_override()) return forced;
   static const std::size_t size = [] {
     long v = ::sysconf(_SC_PAGESIZE);
     return v > 0 ? static_cast<std::size_t>(v) : static_cast<std::size_t>(::getpagesize());
@@ -105,15 +117,28 @@ std::error_code reserve(std::size_t size, void** out) noexcept {
   std::error_code ec;
   if (injected_failure(Op::reserve, &ec)) return ec;
   int flags = MAP_PRIVATE | MAP_ANON;
-#if defined(__linux__)
+#if RESERVOIR_PAL_LINUX
   // Linux: no swap/commit accounting for the reservation. Only here: FreeBSD never implemented
   // MAP_NORESERVE and removed it in 11 (older headers still define the bit; the brief's rule is
   // to leave it out there), and macOS has no commit limit for it to matter to.
   flags |= MAP_NORESERVE;
 #endif
   // fd must be -1 with MAP_ANON: FreeBSD rejects anything else.
-  void* p = ::mmap(nullptr, size, PROT_NONE, flags, -1, 0);
+  const std::size_t align = page_size();  // larger than the OS's only when a test forces it
+  const std::size_t extra = detail::page_size_override() ? align : 0;
+  void* p = ::mmap(nullptr, size + extra, PROT_NONE, flags, -1, 0);
   if (p == MAP_FAILED) return last_error();  // MAP_FAILED, not nullptr
+  if (extra) {
+    // A forced page size: align the base to it, as the OS would with pages that large, and give
+    // back the ends (unmapping whole OS pages of our own fresh mapping cannot fail).
+    const auto start = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t aligned = (start + align - 1) / align * align;
+    if (aligned > start) (void)::munmap(p, aligned - start);
+    const std::uintptr_t end = start + size + extra;
+    if (end > aligned + size)
+      (void)::munmap(reinterpret_cast<void*>(aligned + size), end - aligned - size);
+    p = reinterpret_cast<void*>(aligned);
+  }
   *out = p;
   return {};
 }
@@ -128,18 +153,39 @@ std::error_code commit(void* addr, std::size_t size) noexcept {
 std::error_code decommit(void* addr, std::size_t size) noexcept {
   std::error_code ec;
   if (injected_failure(Op::decommit, &ec)) return ec;
-#if defined(__linux__)
+#if RESERVOIR_PAL_LINUX
   // Drop the pages first (they read as zeros afterwards), then remove access so a stale pointer
   // faults. Reversed, a failed madvise would leave data we promised gone behind PROT_NONE.
   if (::madvise(addr, size, MADV_DONTNEED) != 0) return last_error();
   if (::mprotect(addr, size, PROT_NONE) != 0) return last_error();
+  return {};
 #else
   // macOS and FreeBSD: MADV_DONTNEED is only a hint and does not zero. Map a fresh inaccessible
   // anonymous range over the old one instead: the pages are freed and later read as zeros.
-  void* p = ::mmap(addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANON, -1, 0);
-  if (p == MAP_FAILED) return last_error();
+  void* p = MAP_FAILED;
+  if (injected_failure(Op::remap, &ec)) {
+    (void)::munmap(addr, size);  // the worst a failed MAP_FIXED may leave: a hole
+    errno = ec.value();
+  } else {
+    p = ::mmap(addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANON, -1, 0);
+    if (p != MAP_FAILED) return {};
+    ec = last_error();
+  }
+  // POSIX lets a failed MAP_FIXED remove the old mapping, leaving a hole that another mmap could
+  // take while the arena still counts the range as its own. So make sure the range is mapped:
+  // mprotect succeeds only over mapped pages. If it is, the decommit merely failed (the pages
+  // stay accessible, which the caller is told); if not, map the hole again, retrying a few times.
+  if (::mprotect(addr, size, PROT_NONE) == 0) return ec;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    p = ::mmap(addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANON, -1, 0);
+    if (p != MAP_FAILED) return {};  // the hole is ours again, PROT_NONE and zero: decommitted
+  }
+  return ec;
 #endif
-  return {};
+}
+
+bool testing::decommit_remaps() noexcept {
+  return !RESERVOIR_PAL_LINUX;
 }
 
 std::error_code release(void* addr, std::size_t size) noexcept {
@@ -152,7 +198,7 @@ std::error_code release(void* addr, std::size_t size) noexcept {
 std::error_code prefault(void* addr, std::size_t size) noexcept {
   std::error_code ec;
   if (injected_failure(Op::prefault, &ec)) return ec;
-#if defined(__linux__)
+#if RESERVOIR_PAL_LINUX
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14 uapi value; older headers lack it
 #endif
@@ -167,7 +213,7 @@ std::error_code prefault(void* addr, std::size_t size) noexcept {
 }
 
 std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#if RESERVOIR_PAL_LINUX && defined(MADV_HUGEPAGE)
   if (::madvise(addr, size, MADV_HUGEPAGE) != 0) return last_error();
   return {};
 #else
@@ -221,7 +267,7 @@ std::error_code testing::out_of_memory_error() noexcept {
 
 std::size_t peak_rss() noexcept {
   if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
-#if defined(__linux__)
+#if RESERVOIR_PAL_LINUX
   // VmHWM, not ru_maxrss: the kernel carries ru_maxrss across fork+exec from the parent.
   if (std::size_t v = read_proc_kib("/proc/self/status", "VmHWM")) return v;
 #endif
@@ -451,10 +497,12 @@ std::size_t available_memory() noexcept {
 #elif defined(__APPLE__)
   vm_statistics64_data_t vm{};
   mach_msg_type_number_t count = HOST_VM_INFO64_COUNT;
-  if (host_statistics64(mach_host_self(), HOST_VM_INFO64, reinterpret_cast<host_info64_t>(&vm),
-                        &count) != KERN_SUCCESS) {
-    return 0;
-  }
+  // mach_host_self() hands out a send right each call: give it back, or every call leaks one.
+  const mach_port_t host = mach_host_self();
+  const kern_return_t kr =
+      host_statistics64(host, HOST_VM_INFO64, reinterpret_cast<host_info64_t>(&vm), &count);
+  (void)mach_port_deallocate(mach_task_self(), host);
+  if (kr != KERN_SUCCESS) return 0;
   return (static_cast<std::size_t>(vm.free_count) + vm.inactive_count) * page_size();
 #elif defined(__FreeBSD__)
   unsigned free_pages = 0, inactive_pages = 0;

@@ -72,11 +72,18 @@ class WindowsCategory final : public std::error_category {
 // ---- sizes -------------------------------------------------------------------------------------
 
 std::size_t page_size() noexcept {
+  if (std::size_t forced = detail::page_size_override()) return forced;
   return system_info().dwPageSize;
 }
 
 std::size_t allocation_granularity() noexcept {
-  return system_info().dwAllocationGranularity;
+  const std::size_t g = system_info().dwAllocationGranularity;
+  const std::size_t forced = detail::page_size_override();
+  return forced > g ? forced : g;
+}
+
+bool testing::decommit_remaps() noexcept {
+  return false;
 }
 
 // ---- address space -----------------------------------------------------------------------------

@@ -153,7 +153,10 @@ std::error_code run_process(const std::string& path, const std::vector<std::stri
 // check is one relaxed atomic load on calls that already cost a system call.
 // `stats` covers the process statistics (peak_rss, current_rss, cpu_seconds, minor_faults,
 // available_memory): a failed one reports 0, as when the OS will not tell.
-enum class Op : unsigned { reserve, commit, decommit, release, prefault, stats, count_ };
+// `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
+// build): an injected failure first unmaps the range, as POSIX allows a failed MAP_FIXED call to
+// have done, so the test sees the worst case.
+enum class Op : unsigned { reserve, commit, decommit, release, prefault, stats, remap, count_ };
 
 namespace testing {
 void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept;
@@ -162,6 +165,15 @@ void clear() noexcept;  // disarm every operation
 std::uint64_t calls(Op op) noexcept;
 // The error a refused call of the given kind reports on this OS (ENOMEM / ERROR_NOT_ENOUGH_MEMORY).
 std::error_code out_of_memory_error() noexcept;
+// Makes page_size() (and the allocation granularity, where it is the page size) report `bytes`
+// instead of the OS's page size, so that the suites run as on a machine with 16 KiB (Apple
+// arm64) or 64 KiB (some arm64 Linux kernels) pages. `bytes` must be a power of two and a
+// multiple of the real page size; 0 restores the real one. Only before any arena exists.
+// Returns false (and changes nothing) for a size it cannot take.
+bool set_page_size(std::size_t bytes) noexcept;
+// True if decommit re-maps the range (macOS, FreeBSD, the posix-generic build) instead of
+// madvise + mprotect (Linux) or VirtualFree(MEM_DECOMMIT) (Windows).
+bool decommit_remaps() noexcept;
 }  // namespace testing
 
 }  // namespace reservoir::pal
