@@ -920,6 +920,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "Thread counts for the concurrent-append table (empty or 0: skip it)")
       ->capture_default_str();
+  bool pin = false;
+  app.add_flag("--pin", pin, "Concurrent table: pin thread t to CPU t (Linux; elsewhere ignored)");
   app.add_option("--only", only,
                  "Run one table: memory, throughput, latency, concurrent or collatz")
       ->check(CLI::IsMember({"memory", "throughput", "latency", "concurrent", "collatz"}));
@@ -936,6 +938,7 @@ int main(int argc, char** argv) {
     cfg.max_step = rb::parse_bytes(max_step);
     if (!reserve.empty()) cfg.reserve_bytes = rb::parse_bytes(reserve);
     if (!only.empty()) cfg.tables = {only};
+    if (pin) rb::request_pinning();  // inherited by the cells' child processes
     cfg.threads.clear();
     if (!threads.empty() && threads != "0") {
       for (std::uint64_t t : rb::parse_count_list(threads)) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <version>
@@ -21,6 +22,10 @@
 #include <vector>
 
 #include <reservoir/concurrent_dynarray.hpp>
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
 #if defined(RESERVOIR_BENCH_HAVE_TBB)
 #include <tbb/concurrent_vector.h>
 #endif
@@ -215,6 +220,27 @@ inline constexpr const char* kConcurrentContainers[] = {
     "vector_mutex", "deque_mutex"};
 #endif
 
+// --pin: the concurrent tables pin thread t to CPU t (mod the CPU count), so thread placement
+// does not vary between repetitions. Passed to the cells' child processes in the environment.
+// Linux only; elsewhere a no-op.
+inline constexpr const char* kPinVariable = "RESERVOIR_BENCH_PIN";
+inline void request_pinning() {
+#if defined(__linux__)
+  ::setenv(kPinVariable, "1", 1);
+#endif
+}
+inline void pin_this_thread([[maybe_unused]] unsigned t) {
+#if defined(__linux__)
+  static const bool pin = std::getenv(kPinVariable) != nullptr;
+  if (!pin) return;
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(t % cpus, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+#endif
+}
+
 // Starts the threads together and times from the start to the last join; thread t runs
 // work(begin, end) over its share [begin, end) of 0..n. The start gate is two atomics rather than
 // std::latch: MinGW's libstdc++ 12 latch wait hung under Wine.
@@ -225,7 +251,8 @@ double timed_concurrent_shares(std::uint64_t n, unsigned threads, Work work) {
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) {
     const std::uint64_t begin = n * t / threads, end = n * (t + 1) / threads;
-    pool.emplace_back([&arrived, &go, &work, begin, end] {
+    pool.emplace_back([&arrived, &go, &work, begin, end, t] {
+      pin_this_thread(t);
       arrived.fetch_add(1, std::memory_order_acq_rel);
       while (!go.load(std::memory_order_acquire))
         std::this_thread::yield();
