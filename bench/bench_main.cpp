@@ -649,15 +649,18 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
         "by T threads\n   (median of {} reps)\n\n",
         rb::format_count(std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)), cfg.reps);
   } else {
-    fmt::print("4. Concurrent appends: T threads append {} ints in total (median of {} reps)\n\n",
-               rb::format_count(concurrent_size(cfg)), cfg.reps);
+    fmt::print(
+        "4. Concurrent appends: T threads append {} ints in total (median of {} reps; _bulk: "
+        "append_range\n   batches of {}; _readers: one more thread scans the published prefix "
+        "meanwhile)\n\n",
+        rb::format_count(concurrent_size(cfg)), cfg.reps, rb::kBulkBatch);
   }
-  fmt::print("{:>8}  {:<22}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",
+  fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",
              "median", "min..max", "Melem/s", fmt::format("vs {}", base_name), "vs 1 thread");
   for (const Result& r : rs) {
     if (r.table != table) continue;
     if (r.status != "ok") {
-      fmt::print("{:>8}  {:<22}{}\n", r.threads, r.container, r.status);
+      fmt::print("{:>8}  {:<28}{}\n", r.threads, r.container, r.status);
       continue;
     }
     const Result* base = nullptr;
@@ -667,7 +670,7 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
       if (o.container == base_name && o.threads == r.threads) base = &o;
       if (o.container == r.container && o.threads == 1) single = &o;
     }
-    fmt::print("{:>8}  {:<22}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
+    fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
                format_seconds(r.seconds),
                format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max), r.eps / 1e6,
                base && base != &r ? speed_ratio(base->seconds, r.seconds) : std::string("-"),
@@ -917,6 +920,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "Thread counts for the concurrent-append table (empty or 0: skip it)")
       ->capture_default_str();
+  bool pin = false;
+  app.add_flag("--pin", pin, "Concurrent table: pin thread t to CPU t (Linux; elsewhere ignored)");
   app.add_option("--only", only,
                  "Run one table: memory, throughput, latency, concurrent or collatz")
       ->check(CLI::IsMember({"memory", "throughput", "latency", "concurrent", "collatz"}));
@@ -933,6 +938,7 @@ int main(int argc, char** argv) {
     cfg.max_step = rb::parse_bytes(max_step);
     if (!reserve.empty()) cfg.reserve_bytes = rb::parse_bytes(reserve);
     if (!only.empty()) cfg.tables = {only};
+    if (pin) rb::request_pinning();  // inherited by the cells' child processes
     cfg.threads.clear();
     if (!threads.empty() && threads != "0") {
       for (std::uint64_t t : rb::parse_count_list(threads)) {
