@@ -166,7 +166,7 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
     case Container::dynarray: {
       const std::size_t max_size = reserve_bytes
                                        ? static_cast<std::size_t>(reserve_bytes / sizeof(T))
-                                       : DynArray<T>::kDefaultMaxSize;
+                                       : DynArray<T>::default_max_size();
       return timed_build<T, DynArray<T>>(
           n, [&] { return DynArray<T>(reservoir::max_elements(max_size), options); }, rec);
     }

@@ -28,11 +28,59 @@ static_assert(std::ranges::contiguous_range<DynArray<int>>);
 static_assert(std::ranges::sized_range<DynArray<int>>);
 static_assert(std::ranges::contiguous_range<const DynArray<std::string>>);
 static_assert(std::is_nothrow_move_constructible_v<DynArray<int>>);
-static_assert(!std::is_copy_constructible_v<DynArray<int>>);
+static_assert(std::is_copy_constructible_v<DynArray<int>>);
 static_assert(std::is_nothrow_default_constructible_v<DynArray<int>>);
 static_assert(RESERVOIR_VERSION_MAJOR == 0);
 
 namespace {
+
+// A tree node holding an array of itself: T is incomplete where DynArray<Node> is a member.
+struct Node {
+  int value = 0;
+  DynArray<Node> kids;
+};
+static_assert(std::is_nothrow_move_constructible_v<Node>);
+
+// A C++17 LegacyInputIterator that is not a C++20 std::input_iterator: no default constructor,
+// a non-const operator*.
+struct LegacyIn {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = int;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const int*;
+  using reference = const int&;
+  explicit LegacyIn(const int* p) : p_(p) {}
+  const int& operator*() { return *p_; }
+  LegacyIn& operator++() {
+    ++p_;
+    return *this;
+  }
+  LegacyIn operator++(int) {
+    LegacyIn old = *this;
+    ++p_;
+    return old;
+  }
+  friend bool operator==(const LegacyIn& a, const LegacyIn& b) { return a.p_ == b.p_; }
+  friend bool operator!=(const LegacyIn& a, const LegacyIn& b) { return a.p_ != b.p_; }
+  const int* p_;
+};
+static_assert(!std::input_iterator<LegacyIn>);
+
+// Counts move constructions and move assignments together (what a shift costs).
+struct MoveCounter {
+  static inline long long moves = 0;
+  int v = 0;
+  MoveCounter() = default;
+  explicit MoveCounter(int x) : v(x) {}
+  MoveCounter(const MoveCounter&) = default;
+  MoveCounter(MoveCounter&& o) noexcept : v(o.v) { ++moves; }
+  MoveCounter& operator=(const MoveCounter&) = default;
+  MoveCounter& operator=(MoveCounter&& o) noexcept {
+    v = o.v;
+    ++moves;
+    return *this;
+  }
+};
 
 // A forward iterator over "x" strings whose distances are known without reading them.
 struct Strings {
@@ -93,7 +141,7 @@ TEST_SUITE("dynarray") {
   TEST_CASE("the vector-shaped basics") {
     DynArray<int> a;
     CHECK(a.empty());
-    CHECK(a.max_size() == DynArray<int>::kDefaultMaxSize);
+    CHECK(a.max_size() == DynArray<int>::default_max_size());
     CHECK(a.capacity() == 0);
     a.push_back(1);
     int two = 2;
@@ -353,7 +401,7 @@ TEST_SUITE("dynarray") {
   TEST_CASE("a refused default reservation falls back to a smaller one") {
     test::FaultGuard fault(pal::Op::reserve, 0, 2);  // 64 GiB and 32 GiB are refused
     DynArray<int> a;
-    CHECK(a.max_size() == DynArray<int>::kDefaultMaxSize);
+    CHECK(a.max_size() == DynArray<int>::default_max_size());
     a.push_back(1);
     CHECK(a.max_size() == reservoir::kDefaultReserveBytes / 4 / sizeof(int));
     CHECK(a.arena().reserved() >= reservoir::kDefaultReserveBytes / 4);
@@ -494,7 +542,7 @@ TEST_SUITE("dynarray") {
     CHECK(c.data() != a.data());
     // A default-reserved array clones into a default reservation (which may fall back to less
     // where address space is short, as under valgrind); an explicit one keeps its max_size.
-    CHECK(c.max_size() <= DynArray<int>::kDefaultMaxSize);
+    CHECK(c.max_size() <= DynArray<int>::default_max_size());
     CHECK(c.max_size() >= c.size());
     DynArray<int> sized(reservoir::max_elements(5000));
     sized.push_back(3);
@@ -515,7 +563,7 @@ TEST_SUITE("dynarray") {
     CHECK(std::equal(a.begin(), a.end(), v.begin(), v.end()));
     a[3] = 1;
     CHECK(a[3] == 1);
-    CHECK(a.max_size() == DynArray<int>::kDefaultMaxSize);
+    CHECK(a.max_size() == DynArray<int>::default_max_size());
     DynArray<std::string> b(4, "ab");
     REQUIRE(b.size() == 4);
     CHECK(b[3] == "ab");
@@ -563,24 +611,6 @@ TEST_SUITE("dynarray") {
     DynArray<int> x{1, 2, 3}, y{1, 2};
     CHECK(y < x);
     CHECK((x <=> y) == std::strong_ordering::greater);
-  }
-
-  TEST_CASE("try_emplace_back whose constructor throws after a commit step undoes the commit") {
-    Tracked::reset();
-    {
-      DynArray<Tracked> a(reservoir::max_elements(100'000));
-      fill_to_capacity(a);
-      const std::size_t size = a.size(), capacity = a.capacity();
-      const std::size_t committed = a.arena().committed();
-      Tracked::throw_countdown = 0;
-      CHECK_THROWS_AS(a.try_emplace_back(1), std::runtime_error);
-      CHECK(a.size() == size);
-      CHECK(a.capacity() == capacity);
-      CHECK(a.arena().committed() == committed);
-      Tracked::throw_countdown = -1;
-      CHECK(a.try_emplace_back(2) != nullptr);
-    }
-    CHECK(Tracked::live() == 0);
   }
 
   TEST_CASE("reserve(n) after a smaller-than-default first reservation: length_error, not less") {
@@ -646,5 +676,115 @@ TEST_SUITE("dynarray") {
       REQUIRE(a.arena().committed() ==
               (bytes + pal::page_size() - 1) / pal::page_size() * pal::page_size());
     }
+  }
+
+  TEST_CASE("a node may hold a DynArray of its own, incomplete, type") {
+    Node root;
+    root.kids.push_back(Node{1, {}});
+    root.kids[0].kids.push_back(Node{2, {}});
+    root.kids[0].kids.emplace_back().value = 3;
+    Node moved = std::move(root);
+    REQUIRE(moved.kids.size() == 1);
+    CHECK(moved.kids[0].kids.size() == 2);
+    CHECK(moved.kids[0].kids[1].value == 3);
+    moved.kids = std::move(moved.kids[0].kids);  // the child's children replace the parent's
+    CHECK(moved.kids.size() == 2);
+    CHECK(moved.kids[0].value == 2);
+  }
+
+  TEST_CASE("DynArray<int> a(10) holds ten zeros that can be written") {
+    DynArray<int> a(10);
+    REQUIRE(a.size() == 10);
+    a[3] = 1;
+    CHECK(a[3] == 1);
+    CHECK(std::count(a.begin(), a.end(), 0) == 9);
+  }
+
+  TEST_CASE("erase and erase_if are found by ADL and return how many went") {
+    DynArray<int> a{1, 2, 3, 2, 5, 2};
+    CHECK(erase(a, 2) == 3);
+    CHECK(a == DynArray<int>{1, 3, 5});
+    CHECK(erase_if(a, [](int x) { return x > 1; }) == 2);
+    CHECK(a == DynArray<int>{1});
+    DynArray<int> empty;
+    CHECK(erase(empty, 0) == 0);
+    CHECK(erase_if(empty, [](int) { return true; }) == 0);
+  }
+
+  TEST_CASE("iterator-pair members accept a LegacyInputIterator that is not std::input_iterator") {
+    const int src[] = {4, 5, 6};
+    DynArray<int> d(LegacyIn(src), LegacyIn(src + 3));
+    CHECK(d == DynArray<int>{4, 5, 6});
+    d.insert(d.begin() + 1, LegacyIn(src), LegacyIn(src + 2));
+    CHECK(d == DynArray<int>{4, 4, 5, 5, 6});
+    d.assign(LegacyIn(src + 1), LegacyIn(src + 3));
+    CHECK(d == DynArray<int>{5, 6});
+    DynArray deduced(LegacyIn(src), LegacyIn(src + 3));  // deduction guide
+    static_assert(std::is_same_v<decltype(deduced), DynArray<int>>);
+    CHECK(deduced.size() == 3);
+  }
+
+  TEST_CASE("copying makes a new reservation of the same max_size; copy assignment keeps its own") {
+    DynArray<std::string> a(reservoir::max_elements(100));
+    a.push_back("x");
+    a.push_back("y");
+    DynArray<std::string> b = a;
+    CHECK(b == a);
+    CHECK(b.max_size() == 100);
+    CHECK(b.data() != a.data());
+    DynArray<std::string> c(reservoir::max_elements(50));
+    c.push_back("z");
+    const std::string* base = c.data();
+    c = a;
+    CHECK(c == a);
+    CHECK(c.data() == base);
+    CHECK(c.max_size() == 50);
+    c = c;  // self-assignment keeps the elements
+    CHECK(c == a);
+  }
+
+  TEST_CASE("try_emplace_back whose constructor throws after a commit step undoes the commit") {
+    reservoir::ArenaOptions opt;
+    opt.commit_granule = pal::page_size();
+    opt.max_commit_step = pal::page_size();
+    DynArray<Tracked> a(reservoir::max_elements(1'000'000), opt);
+    fill_to_capacity(a);
+    const std::size_t size = a.size();
+    const std::size_t capacity = a.capacity();
+    const std::size_t committed = a.arena().committed();
+    Tracked::throw_countdown = 0;
+    CHECK_THROWS_AS((void)a.try_emplace_back(7), std::runtime_error);
+    Tracked::throw_countdown = -1;
+    CHECK(a.size() == size);
+    CHECK(a.capacity() == capacity);
+    CHECK(a.arena().committed() == committed);
+  }
+
+  TEST_CASE("a fallen-back default reservation: reserve past the new max_size is length_error") {
+    test::FaultGuard fault(pal::Op::reserve, 0, 1);  // the full default is refused
+    DynArray<int> a;
+    const std::size_t wanted = DynArray<int>::default_max_size() / 2 + 1;
+    CHECK_THROWS_AS(a.reserve(wanted), std::length_error);
+    CHECK(a.max_size() < wanted);
+    CHECK(a.capacity() <= a.max_size());
+    DynArray<int> b;
+    CHECK_FALSE(b.try_push_back(1) == false);  // the fallback serves small appends
+    CHECK(b.capacity() <= b.max_size());
+  }
+
+  TEST_CASE("emplace in the middle shifts once, as std::vector (no rotate)") {
+    DynArray<MoveCounter> a(reservoir::max_elements(1000));
+    for (int i = 0; i < 100; ++i)
+      a.emplace_back(i);
+    MoveCounter::moves = 0;
+    a.emplace(a.begin() + 10, -1);
+    // One move into the new slot, 89 shifted, one into the gap.
+    CHECK(MoveCounter::moves <= 92);
+    CHECK(a[10].v == -1);
+    CHECK(a[11].v == 10);
+    CHECK(a[100].v == 99);
+    a.insert(a.begin(), a.back());  // an argument referring to an element
+    CHECK(a[0].v == 99);
+    CHECK(a[101].v == 99);
   }
 }

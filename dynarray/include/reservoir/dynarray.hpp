@@ -11,7 +11,8 @@
 //   - max_size() is the reservation, fixed at construction; growing past it is std::length_error.
 //   - capacity() is the number of elements that fit in committed memory; reserve(n) commits ahead.
 //   - shrink_to_fit() returns RAM to the OS without moving anything.
-//   - it is move-only; clone() copies into a new reservation.
+//   - copying (constructor, clone()) makes a new reservation of the same max_size(); copy
+//     assignment keeps this array's reservation and assigns the elements.
 #pragma once
 
 #include <algorithm>
@@ -88,14 +89,45 @@ constexpr auto synth_three_way(const T& x, const T& y) requires requires {
   }
 }
 
+// A C++17 LegacyInputIterator that may not model std::input_iterator (not default-constructible,
+// or with a non-const operator*): the iterator-pair members accept it, as std::vector's do.
+template <class It>
+concept legacy_input_iterator = requires {
+  typename std::iterator_traits<It>::iterator_category;
+}
+&&std::derived_from<typename std::iterator_traits<It>::iterator_category, std::input_iterator_tag>;
+
+// An iterator pair the iterator-pair members take: a C++20 iterator and sentinel, or two
+// LegacyInputIterators of the same type.
+template <class It, class S>
+concept iterator_pair = (std::input_iterator<It> && std::sentinel_for<S, It>) ||
+                        (legacy_input_iterator<It> && std::same_as<It, S>);
+
+// Whether [first, last) may be walked twice (its length known before copying).
+template <class It>
+concept multi_pass = std::forward_iterator<It> ||
+    (legacy_input_iterator<It>&& std::derived_from<
+        typename std::iterator_traits<It>::iterator_category, std::forward_iterator_tag>);
+
+template <class It, class S>
+constexpr std::ptrdiff_t pair_distance(It first, S last) {
+  if constexpr (std::sized_sentinel_for<S, It>) {
+    return static_cast<std::ptrdiff_t>(last - first);
+  } else {
+    std::ptrdiff_t n = 0;
+    for (; first != last; ++first)
+      ++n;
+    return n;
+  }
+}
+
 }  // namespace detail
 
+// T may be incomplete where the class, its default constructor, destructor and move operations
+// are instantiated (`struct Node { DynArray<Node> kids; };`), as with std::vector; the other
+// members need a complete T.
 template <class T>
 class DynArray {
-  static_assert(std::is_object_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
-                "DynArray<T> needs a non-const, non-volatile object type");
-  static_assert(alignof(T) <= 4096, "DynArray<T> aligns elements to at most 4096 bytes");
-
  public:
   using value_type = T;
   using size_type = std::size_t;
@@ -110,12 +142,14 @@ class DynArray {
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
 
   // The default reservation, in elements.
-  static constexpr size_type kDefaultMaxSize = kDefaultReserveBytes / sizeof(T);
+  static constexpr size_type default_max_size() noexcept {
+    return kDefaultReserveBytes / sizeof(T);
+  }
 
   // ---- construction
   // ------------------------------------------------------------------------------
 
-  // Empty, with max_size() == kDefaultMaxSize. Reserves lazily on the first growth, so it costs
+  // Empty, with max_size() == default_max_size(). Reserves lazily on the first growth, so it costs
   // nothing and never throws. If the OS refuses the full default then, the array reserves the
   // largest power-of-two fraction of it the OS grants (at least kMinDefaultReserveBytes) and
   // max_size() reports that from then on.
@@ -140,8 +174,8 @@ class DynArray {
 
   // The elements of `init`, or of [first, last), in an array with the default reservation.
   DynArray(std::initializer_list<T> init) { append_range(init); }
-  template <std::input_iterator It, std::sentinel_for<It> S>
-  DynArray(It first, S last) {
+  template <class It, class S>
+  requires detail::iterator_pair<It, S> DynArray(It first, S last) {
     append_iterators(first, last);
   }
 
@@ -155,14 +189,25 @@ class DynArray {
     }
     return *this;
   }
-  DynArray(const DynArray&) = delete;  // copying needs a new reservation: use clone()
-  DynArray& operator=(const DynArray&) = delete;
+  // A copy in a new reservation of other's max_size() (as clone()).
+  DynArray(const DynArray& other) : DynArray(other.clone()) {}
+  // Assigns other's elements into this array's own reservation (its base and max_size() stay),
+  // with assign()'s guarantee.
+  DynArray& operator=(const DynArray& other) {
+    if (this != &other) assign(other.begin(), other.end());
+    return *this;
+  }
 
-  ~DynArray() { destroy_all(); }
+  ~DynArray() {
+    static_assert(std::is_object_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
+                  "DynArray<T> needs a non-const, non-volatile object type");
+    static_assert(alignof(T) <= 4096, "DynArray<T> aligns elements to at most 4096 bytes");
+    destroy_all();
+  }
 
   // A copy of every element in a new reservation of the same max_size() and options (for a
   // default-constructed array: the default reservation, which may fall back to less).
-  DynArray clone() const {
+  [[nodiscard]] DynArray clone() const {
     // A default-reserved array's copy is reserved the default way too (with its fallback).
     DynArray copy = arena_.reserved() && !default_reservation_
                         ? DynArray(max_elements(max_size_), arena_.options())
@@ -217,12 +262,12 @@ class DynArray {
   // ---- capacity
   // ----------------------------------------------------------------------------------
 
-  bool empty() const noexcept { return end_ == data_; }
+  [[nodiscard]] bool empty() const noexcept { return end_ == data_; }
   size_type size() const noexcept { return static_cast<size_type>(end_ - data_); }
   // Elements that fit in committed memory; appends up to it make no system call.
   size_type capacity() const noexcept { return static_cast<size_type>(cap_ - data_); }
   // The reservation: the most elements this array can ever hold.
-  size_type max_size() const noexcept { return max_size_; }
+  size_type max_size() const noexcept { return max_size_ ? max_size_ : default_max_size(); }
   // The arena underneath (committed bytes, granule, options).
   const Arena& arena() const noexcept { return arena_; }
 
@@ -230,10 +275,9 @@ class DynArray {
   // std::length_error; a refused commit is OsAllocationError; the array is unchanged then.
   void reserve(size_type n) {
     if (n <= capacity()) return;
-    if (n > max_size_) throw_length_error("reserve", n);
+    if (n > max_size()) throw_length_error("reserve", n);
     ensure_reserved();
-    // The first reservation may have been granted smaller than kDefaultMaxSize (the address-space
-    // budget, or a refusing OS): check again against what max_size() is now.
+    // The default reservation may have fallen back to less than default_max_size().
     if (n > max_size_) throw_length_error("reserve", n);
     arena_.reserve(n * sizeof(T));
     update_capacity();
@@ -283,7 +327,18 @@ class DynArray {
   template <class... Args>
   T* try_emplace_back(Args&&... args) noexcept(std::is_nothrow_constructible_v<T, Args...>) {
     if (end_ == cap_) [[unlikely]] {
-      return try_emplace_back_slow(std::forward<Args>(args)...);
+      const size_type old_capacity = capacity();
+      if (!try_grow_capacity(1)) return nullptr;
+      if constexpr (!std::is_nothrow_constructible_v<T, Args...>) {
+        try {
+          T* p = std::construct_at(end_, std::forward<Args>(args)...);
+          ++end_;
+          return p;
+        } catch (...) {
+          undo_commit(old_capacity);  // strong guarantee: capacity() as before
+          throw;
+        }
+      }
     }
     T* p = std::construct_at(end_, std::forward<Args>(args)...);
     ++end_;
@@ -321,10 +376,11 @@ class DynArray {
     clear();
     resize(count, copy);
   }
-  template <std::input_iterator It, std::sentinel_for<It> S>
+  template <class It, class S>
+  requires detail::iterator_pair<It, S>
   void assign(It first, S last) {
-    if constexpr (std::forward_iterator<It>) {
-      reserve(static_cast<size_type>(detail::distance(first, last)));
+    if constexpr (detail::multi_pass<It>) {
+      reserve(static_cast<size_type>(detail::pair_distance(first, last)));
     }
     clear();
     for (; first != last; ++first)
@@ -364,8 +420,8 @@ class DynArray {
     std::rotate(data_ + index, data_ + old_size, data_ + size());
     return data_ + index;
   }
-  template <std::input_iterator It>
-  iterator insert(const_iterator pos, It first, It last) {
+  template <class It>
+  requires detail::iterator_pair<It, It> iterator insert(const_iterator pos, It first, It last) {
     const size_type index = checked_index("insert", pos);
     const size_type old_size = size();
     append_iterators(first, last);
@@ -391,8 +447,16 @@ class DynArray {
   template <class... Args>
   iterator emplace(const_iterator pos, Args&&... args) {
     const size_type index = checked_index("emplace", pos);
-    emplace_back(std::forward<Args>(args)...);
-    std::rotate(data_ + index, data_ + size() - 1, data_ + size());
+    if (index == size()) {
+      emplace_back(std::forward<Args>(args)...);
+      return data_ + index;
+    }
+    // As std::vector: the new value is built first (args may refer to an element), the last
+    // element moves into the new slot, the rest shift up one place, the value moves into the gap.
+    T value(std::forward<Args>(args)...);
+    emplace_back(std::move(back()));
+    std::move_backward(data_ + index, end_ - 2, end_ - 1);
+    data_[index] = std::move(value);
     return data_ + index;
   }
 
@@ -465,7 +529,7 @@ class DynArray {
   [[noreturn]] void throw_length_error(const char* op, size_type wanted) const {
     throw std::length_error("reservoir::DynArray::" + std::string(op) + ": " +
                             std::to_string(wanted) + " elements exceed max_size() " +
-                            std::to_string(max_size_));
+                            std::to_string(max_size()));
   }
   [[noreturn]] void throw_out_of_range(const char* op, size_type i) const {
     throw std::out_of_range("reservoir::DynArray::" + std::string(op) + ": index " +
@@ -537,13 +601,13 @@ class DynArray {
 
   // Appends [first, last): with forward iterators it commits once; either way, if anything throws,
   // what was built is destroyed and the commit undone (strong guarantee).
-  template <std::input_iterator It, std::sentinel_for<It> S>
+  template <class It, class S>
   void append_iterators(It first, S last) {
     const size_type old_size = size();
     const size_type old_capacity = capacity();
     try {
-      if constexpr (std::forward_iterator<It>) {
-        const auto n = static_cast<size_type>(detail::distance(first, last));
+      if constexpr (detail::multi_pass<It>) {
+        const auto n = static_cast<size_type>(detail::pair_distance(first, last));
         reserve_for_append(n);
         for (; first != last; ++first) {
           std::construct_at(end_, *first);
@@ -561,19 +625,19 @@ class DynArray {
   }
 
   size_type count_checked(size_type count) const {
-    if (count > max_size_ - size()) throw_length_error("insert", count);
+    if (count > max_size() - size()) throw_length_error("insert", count);
     return count;
   }
 
   // Commits room for n more elements (the slow path of every append).
   void reserve_for_append(size_type n) {
     if (n <= capacity() - size()) return;
-    if (n > max_size_ - size()) throw_length_error("append", n > max_size_ ? n : size() + n);
+    if (n > max_size() - size()) throw_length_error("append", n > max_size() ? n : size() + n);
     reserve(size() + n);
   }
   bool try_grow_capacity(size_type n) noexcept {
-    if (n > max_size_ - size() || !try_ensure_reserved()) return false;
-    if (n > max_size_ - size()) return false;  // the reservation came out smaller
+    if (n > max_size() - size() || !try_ensure_reserved()) return false;
+    if (n > max_size_ - size()) return false;  // the default reservation fell back to less
     if (!arena_.try_reserve((size() + n) * sizeof(T))) return false;
     update_capacity();
     return true;
@@ -603,27 +667,6 @@ class DynArray {
     } catch (...) {
       undo_commit(old_capacity);
       throw;
-    }
-  }
-
-  template <class... Args>
-  RESERVOIR_COLD_NOINLINE T* try_emplace_back_slow(Args&&... args) noexcept(
-      std::is_nothrow_constructible_v<T, Args...>) {
-    const size_type old_capacity = capacity();
-    if (!try_grow_capacity(1)) return nullptr;
-    if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
-      T* p = std::construct_at(end_, std::forward<Args>(args)...);
-      ++end_;
-      return p;
-    } else {
-      try {
-        T* p = std::construct_at(end_, std::forward<Args>(args)...);
-        ++end_;
-        return p;
-      } catch (...) {
-        undo_commit(old_capacity);  // the strong guarantee: capacity() as before
-        throw;
-      }
     }
   }
 
@@ -661,17 +704,38 @@ class DynArray {
     data_ = std::exchange(other.data_, nullptr);
     end_ = std::exchange(other.end_, nullptr);
     cap_ = std::exchange(other.cap_, nullptr);
-    max_size_ = std::exchange(other.max_size_, kDefaultMaxSize);
+    max_size_ = std::exchange(other.max_size_, 0);
     arena_ = std::move(other.arena_);
     default_reservation_ = std::exchange(other.default_reservation_, false);
   }
 
   T* data_ = nullptr;
-  T* end_ = nullptr;  // one past the last element (std::vector's representation: the append
-  T* cap_ = nullptr;  // fast path compares two pointers and stores through one)
-  size_type max_size_ = kDefaultMaxSize;
+  T* end_ = nullptr;        // one past the last element (std::vector's representation: the append
+  T* cap_ = nullptr;        // fast path compares two pointers and stores through one)
+  size_type max_size_ = 0;  // 0: the default reservation, not made yet
   Arena arena_;
   bool default_reservation_ = false;  // reserved lazily, the default way
 };
+
+template <class It, class S>
+requires detail::iterator_pair<It, S> DynArray(It, S)
+->DynArray<typename std::iterator_traits<It>::value_type>;
+
+// C++20 uniform container erasure, found by ADL: erases every element equal to value / for which
+// pred is true, keeping the order of the rest; returns how many were erased.
+template <class T, class U>
+typename DynArray<T>::size_type erase(DynArray<T>& a, const U& value) {
+  const auto it = std::remove(a.begin(), a.end(), value);
+  const auto n = static_cast<typename DynArray<T>::size_type>(a.end() - it);
+  a.erase(it, a.end());
+  return n;
+}
+template <class T, class Pred>
+typename DynArray<T>::size_type erase_if(DynArray<T>& a, Pred pred) {
+  const auto it = std::remove_if(a.begin(), a.end(), pred);
+  const auto n = static_cast<typename DynArray<T>::size_type>(a.end() - it);
+  a.erase(it, a.end());
+  return n;
+}
 
 }  // namespace reservoir
