@@ -66,6 +66,19 @@ struct LegacyIn {
 };
 static_assert(!std::input_iterator<LegacyIn>);
 
+// Copies throw on request; moves never do (so assign can give the strong guarantee).
+struct CopyThrows {
+  static inline int countdown = -1;
+  int value = 0;
+  explicit CopyThrows(int v) : value(v) {}
+  CopyThrows(const CopyThrows& o) : value(o.value) {
+    if (countdown >= 0 && countdown-- == 0) throw std::runtime_error("CopyThrows");
+  }
+  CopyThrows(CopyThrows&& o) noexcept : value(o.value) {}
+  CopyThrows& operator=(const CopyThrows&) = default;
+  CopyThrows& operator=(CopyThrows&&) noexcept = default;
+};
+
 // Counts move constructions and move assignments together (what a shift costs).
 struct MoveCounter {
   static inline long long moves = 0;
@@ -773,5 +786,26 @@ TEST_SUITE("dynarray") {
     a.insert(a.begin(), a.back());  // an argument referring to an element
     CHECK(a[0].v == 99);
     CHECK(a[101].v == 99);
+  }
+
+  TEST_CASE("assign past capacity() whose element copy throws keeps the old contents") {
+    DynArray<CopyThrows> a(reservoir::max_elements(100'000));
+    a.emplace_back(1);
+    a.emplace_back(2);
+    while (a.size() < a.capacity())
+      a.emplace_back(3);
+    const std::size_t size = a.size();
+    const std::size_t capacity = a.capacity();
+    std::vector<CopyThrows> source(capacity + 5, CopyThrows(9));
+    CopyThrows::countdown = 3;
+    CHECK_THROWS_AS(a.assign(source.begin(), source.end()), std::runtime_error);
+    CopyThrows::countdown = -1;
+    REQUIRE(a.size() == size);
+    CHECK(a.capacity() == capacity);
+    CHECK(a[0].value == 1);
+    CHECK(a[1].value == 2);
+    a.assign(source.begin(), source.end());
+    CHECK(a.size() == source.size());
+    CHECK(a[0].value == 9);
   }
 }

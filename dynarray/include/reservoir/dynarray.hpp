@@ -364,12 +364,17 @@ class DynArray {
   // ---- assigning (replace every element; the reservation and its base stay) --------------------
 
   // Replaces the contents with count copies of value, or with the elements of [first, last), of
-  // init or of r. Memory for the new contents is committed first (for forward iterators and
-  // ranges, whose length is known), so a length_error or a refused commit leaves the array
-  // unchanged; if T's constructor throws afterwards, or a single-pass input runs past max_size(),
-  // the array is valid and holds some of the new elements (basic guarantee, as std::vector). As
-  // with std::vector, the source must not refer to this array's own elements (assign(n, value)
-  // copies value first, so it may).
+  // init or of r.
+  // Strong guarantee when the new contents exceed capacity() (where std::vector reallocates and
+  // keeps the old contents on failure), T's move constructor is noexcept and the old and new
+  // elements fit in max_size() together: the new elements are built past the old ones, in the
+  // reservation, then the old ones are destroyed and the new ones moved down; a throw leaves the
+  // array exactly as it was, capacity() included. Otherwise memory for the new contents is
+  // committed first (when the length is known: forward iterators, ranges), so a length_error or a
+  // refused commit leaves the array unchanged, and if T's constructor or the iterator throws
+  // afterwards, or a single-pass input runs past max_size(), the array is valid and holds some of
+  // the new elements (basic guarantee, as std::vector). As with std::vector, the source must not
+  // refer to this array's own elements (assign(n, value) copies value first, so it may).
   void assign(size_type count, const T& value) {
     const T copy(value);
     reserve(count);
@@ -380,7 +385,25 @@ class DynArray {
   requires detail::iterator_pair<It, S>
   void assign(It first, S last) {
     if constexpr (detail::multi_pass<It>) {
-      reserve(static_cast<size_type>(detail::pair_distance(first, last)));
+      const auto n = static_cast<size_type>(detail::pair_distance(first, last));
+      if constexpr (std::is_nothrow_move_constructible_v<T>) {
+        if (n > capacity() && !empty() && n <= max_size() - size()) {
+          const size_type old_size = size();
+          append_iterators(first, last);  // strong: on a throw, nothing changed
+          std::destroy(data_, data_ + old_size);
+          if constexpr (std::is_trivially_copyable_v<T>) {
+            std::memmove(static_cast<void*>(data_), data_ + old_size, n * sizeof(T));
+          } else {
+            for (size_type i = 0; i < n; ++i) {  // slot i is free: old, or a source moved earlier
+              std::construct_at(data_ + i, std::move(data_[old_size + i]));
+              std::destroy_at(data_ + old_size + i);
+            }
+          }
+          end_ = data_ + n;
+          return;
+        }
+      }
+      reserve(n);
     }
     clear();
     for (; first != last; ++first)
