@@ -277,7 +277,8 @@ class DynArray {
     if (n <= capacity()) return;
     if (n > max_size()) throw_length_error("reserve", n);
     ensure_reserved();
-    // The default reservation may have fallen back to less than default_max_size().
+    // The first reservation may have been granted smaller than default_max_size() (the
+    // address-space budget, or a refusing OS): check again against what max_size() is now.
     if (n > max_size_) throw_length_error("reserve", n);
     arena_.reserve(n * sizeof(T));
     update_capacity();
@@ -327,18 +328,7 @@ class DynArray {
   template <class... Args>
   T* try_emplace_back(Args&&... args) noexcept(std::is_nothrow_constructible_v<T, Args...>) {
     if (end_ == cap_) [[unlikely]] {
-      const size_type old_capacity = capacity();
-      if (!try_grow_capacity(1)) return nullptr;
-      if constexpr (!std::is_nothrow_constructible_v<T, Args...>) {
-        try {
-          T* p = std::construct_at(end_, std::forward<Args>(args)...);
-          ++end_;
-          return p;
-        } catch (...) {
-          undo_commit(old_capacity);  // strong guarantee: capacity() as before
-          throw;
-        }
-      }
+      return try_emplace_back_slow(std::forward<Args>(args)...);
     }
     T* p = std::construct_at(end_, std::forward<Args>(args)...);
     ++end_;
@@ -660,7 +650,7 @@ class DynArray {
   }
   bool try_grow_capacity(size_type n) noexcept {
     if (n > max_size() - size() || !try_ensure_reserved()) return false;
-    if (n > max_size_ - size()) return false;  // the default reservation fell back to less
+    if (n > max_size_ - size()) return false;  // the reservation came out smaller
     if (!arena_.try_reserve((size() + n) * sizeof(T))) return false;
     update_capacity();
     return true;
@@ -690,6 +680,27 @@ class DynArray {
     } catch (...) {
       undo_commit(old_capacity);
       throw;
+    }
+  }
+
+  template <class... Args>
+  RESERVOIR_COLD_NOINLINE T* try_emplace_back_slow(Args&&... args) noexcept(
+      std::is_nothrow_constructible_v<T, Args...>) {
+    const size_type old_capacity = capacity();
+    if (!try_grow_capacity(1)) return nullptr;
+    if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
+      T* p = std::construct_at(end_, std::forward<Args>(args)...);
+      ++end_;
+      return p;
+    } else {
+      try {
+        T* p = std::construct_at(end_, std::forward<Args>(args)...);
+        ++end_;
+        return p;
+      } catch (...) {
+        undo_commit(old_capacity);  // the strong guarantee: capacity() as before
+        throw;
+      }
     }
   }
 
