@@ -277,7 +277,8 @@ class DynArray {
     if (n <= capacity()) return;
     if (n > max_size()) throw_length_error("reserve", n);
     ensure_reserved();
-    // The default reservation may have fallen back to less than default_max_size().
+    // The first reservation may have been granted smaller than default_max_size() (the
+    // address-space budget, or a refusing OS): check again against what max_size() is now.
     if (n > max_size_) throw_length_error("reserve", n);
     arena_.reserve(n * sizeof(T));
     update_capacity();
@@ -327,18 +328,7 @@ class DynArray {
   template <class... Args>
   T* try_emplace_back(Args&&... args) noexcept(std::is_nothrow_constructible_v<T, Args...>) {
     if (end_ == cap_) [[unlikely]] {
-      const size_type old_capacity = capacity();
-      if (!try_grow_capacity(1)) return nullptr;
-      if constexpr (!std::is_nothrow_constructible_v<T, Args...>) {
-        try {
-          T* p = std::construct_at(end_, std::forward<Args>(args)...);
-          ++end_;
-          return p;
-        } catch (...) {
-          undo_commit(old_capacity);  // strong guarantee: capacity() as before
-          throw;
-        }
-      }
+      return try_emplace_back_slow(std::forward<Args>(args)...);
     }
     T* p = std::construct_at(end_, std::forward<Args>(args)...);
     ++end_;
@@ -364,12 +354,17 @@ class DynArray {
   // ---- assigning (replace every element; the reservation and its base stay) --------------------
 
   // Replaces the contents with count copies of value, or with the elements of [first, last), of
-  // init or of r. Memory for the new contents is committed first (for forward iterators and
-  // ranges, whose length is known), so a length_error or a refused commit leaves the array
-  // unchanged; if T's constructor throws afterwards, or a single-pass input runs past max_size(),
-  // the array is valid and holds some of the new elements (basic guarantee, as std::vector). As
-  // with std::vector, the source must not refer to this array's own elements (assign(n, value)
-  // copies value first, so it may).
+  // init or of r.
+  // Strong guarantee when the new contents exceed capacity() (where std::vector reallocates and
+  // keeps the old contents on failure), T's move constructor is noexcept and the old and new
+  // elements fit in max_size() together: the new elements are built past the old ones, in the
+  // reservation, then the old ones are destroyed and the new ones moved down; a throw leaves the
+  // array exactly as it was, capacity() included. Otherwise memory for the new contents is
+  // committed first (when the length is known: forward iterators, ranges), so a length_error or a
+  // refused commit leaves the array unchanged, and if T's constructor or the iterator throws
+  // afterwards, or a single-pass input runs past max_size(), the array is valid and holds some of
+  // the new elements (basic guarantee, as std::vector). As with std::vector, the source must not
+  // refer to this array's own elements (assign(n, value) copies value first, so it may).
   void assign(size_type count, const T& value) {
     const T copy(value);
     reserve(count);
@@ -380,7 +375,25 @@ class DynArray {
   requires detail::iterator_pair<It, S>
   void assign(It first, S last) {
     if constexpr (detail::multi_pass<It>) {
-      reserve(static_cast<size_type>(detail::pair_distance(first, last)));
+      const auto n = static_cast<size_type>(detail::pair_distance(first, last));
+      if constexpr (std::is_nothrow_move_constructible_v<T>) {
+        if (n > capacity() && !empty() && n <= max_size() - size()) {
+          const size_type old_size = size();
+          append_iterators(first, last);  // strong: on a throw, nothing changed
+          std::destroy(data_, data_ + old_size);
+          if constexpr (std::is_trivially_copyable_v<T>) {
+            std::memmove(static_cast<void*>(data_), data_ + old_size, n * sizeof(T));
+          } else {
+            for (size_type i = 0; i < n; ++i) {  // slot i is free: old, or a source moved earlier
+              std::construct_at(data_ + i, std::move(data_[old_size + i]));
+              std::destroy_at(data_ + old_size + i);
+            }
+          }
+          end_ = data_ + n;
+          return;
+        }
+      }
+      reserve(n);
     }
     clear();
     for (; first != last; ++first)
@@ -637,7 +650,7 @@ class DynArray {
   }
   bool try_grow_capacity(size_type n) noexcept {
     if (n > max_size() - size() || !try_ensure_reserved()) return false;
-    if (n > max_size_ - size()) return false;  // the default reservation fell back to less
+    if (n > max_size_ - size()) return false;  // the reservation came out smaller
     if (!arena_.try_reserve((size() + n) * sizeof(T))) return false;
     update_capacity();
     return true;
@@ -667,6 +680,27 @@ class DynArray {
     } catch (...) {
       undo_commit(old_capacity);
       throw;
+    }
+  }
+
+  template <class... Args>
+  RESERVOIR_COLD_NOINLINE T* try_emplace_back_slow(Args&&... args) noexcept(
+      std::is_nothrow_constructible_v<T, Args...>) {
+    const size_type old_capacity = capacity();
+    if (!try_grow_capacity(1)) return nullptr;
+    if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
+      T* p = std::construct_at(end_, std::forward<Args>(args)...);
+      ++end_;
+      return p;
+    } else {
+      try {
+        T* p = std::construct_at(end_, std::forward<Args>(args)...);
+        ++end_;
+        return p;
+      } catch (...) {
+        undo_commit(old_capacity);  // the strong guarantee: capacity() as before
+        throw;
+      }
     }
   }
 
