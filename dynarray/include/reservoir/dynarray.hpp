@@ -228,13 +228,10 @@ class DynArray {
 
   // Commits memory for at least n elements. Never moves anything. n > max_size() is
   // std::length_error; a refused commit is OsAllocationError; the array is unchanged then.
-  void reserve(size_type n) {
-    if (n <= capacity()) return;
-    if (n > max_size_) throw_length_error("reserve", n);
-    ensure_reserved();
-    arena_.reserve(n * sizeof(T));
-    update_capacity();
-  }
+  // With prefault on, only the next commit step (2 MiB by default) is backed with RAM at once;
+  // the rest is backed on first touch, like std::vector::reserve, so an upper bound that is never
+  // reached costs no RSS (see Arena::Populate).
+  void reserve(size_type n) { reserve_populating(n, Arena::Populate::first_step); }
 
   // Returns the committed memory beyond size() to the OS (whole commit granules), without moving
   // anything. Non-binding, as in std::vector: if the OS refuses to decommit, the memory stays
@@ -314,14 +311,15 @@ class DynArray {
   // copies value first, so it may).
   void assign(size_type count, const T& value) {
     const T copy(value);
-    reserve(count);
+    reserve_populating(count, Arena::Populate::all);
     clear();
     resize(count, copy);
   }
   template <std::input_iterator It, std::sentinel_for<It> S>
   void assign(It first, S last) {
     if constexpr (std::forward_iterator<It>) {
-      reserve(static_cast<size_type>(detail::distance(first, last)));
+      reserve_populating(static_cast<size_type>(detail::distance(first, last)),
+                         Arena::Populate::all);
     }
     clear();
     for (; first != last; ++first)
@@ -566,7 +564,16 @@ class DynArray {
   void reserve_for_append(size_type n) {
     if (n <= capacity() - size()) return;
     if (n > max_size_ - size()) throw_length_error("append", n > max_size_ ? n : size() + n);
-    reserve(size() + n);
+    reserve_populating(size() + n, Arena::Populate::all);
+  }
+  // reserve(n), backing `populate` of the new commit with RAM at once (elements about to be
+  // written: all of it).
+  void reserve_populating(size_type n, Arena::Populate populate) {
+    if (n <= capacity()) return;
+    if (n > max_size_) throw_length_error("reserve", n);
+    ensure_reserved();
+    arena_.reserve(n * sizeof(T), populate);
+    update_capacity();
   }
   bool try_grow_capacity(size_type n) noexcept {
     if (n > max_size_ - size() || !try_ensure_reserved()) return false;
