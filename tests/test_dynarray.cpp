@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <iterator>
@@ -23,6 +24,20 @@
 using reservoir::DynArray;
 using test::Tracked;
 namespace pal = reservoir::pal;
+
+namespace {
+// The process's resident size (VmRSS), or 0 where /proc does not tell.
+std::size_t resident_kib() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  std::size_t kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmRSS: %zu kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib;
+}
+}  // namespace
 
 static_assert(std::ranges::contiguous_range<DynArray<int>>);
 static_assert(std::ranges::sized_range<DynArray<int>>);
@@ -443,6 +458,32 @@ TEST_SUITE("dynarray") {
     a.shrink_to_fit();
     CHECK(a.arena().committed() == 0);
     CHECK(a.capacity() == 0);
+  }
+
+  TEST_CASE("reserve backs one commit step with RAM; the rest is backed on first touch") {
+    // An upper bound that is never reached costs no resident memory, as std::vector::reserve does
+    // under Linux overcommit; appends into it work as before.
+    constexpr std::size_t kInts = std::size_t{1} << 28;  // 1 GiB
+    DynArray<int> a(reservoir::max_elements(kInts));  // whatever the default reservation would be
+    a.push_back(1);
+    const std::size_t before = resident_kib();
+    a.reserve(kInts);
+    const std::size_t after = resident_kib();
+    CHECK(a.capacity() >= kInts);
+    if (before == 0) {
+      MESSAGE("no /proc/self/status here: VmRSS not checked");
+    } else {
+      INFO("VmRSS before " << before << " KiB, after " << after << " KiB");
+      CHECK(after < before + 128 * 1024);
+    }
+    const int* data = a.data();
+    for (int i = 1; i < 3'000'000; ++i)  // 12 MB: past the populated step
+      a.push_back(i);
+    int* far = a.data() + (kInts - 1);  // the far end of the commit is writable too
+    *far = 7;
+    CHECK(a.data() == data);
+    CHECK(a[2'999'999] == 2'999'999);
+    CHECK(*far == 7);
   }
 
   TEST_CASE("insert, erase and resize behave like std::vector (random differential run)") {

@@ -644,7 +644,7 @@ std::size_t Arena::commit_target(std::size_t bytes) const noexcept {
   return target;
 }
 
-std::error_code Arena::commit_to(std::size_t bytes) noexcept {
+std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept {
   const std::size_t target = commit_target(bytes);
   if (target <= committed_) return {};
   std::byte* start = base_ + committed_;
@@ -663,13 +663,16 @@ std::error_code Arena::commit_to(std::size_t bytes) noexcept {
     //    Storing 0 is safe: the step was never committed or was decommitted, so it holds no live
     //    data and reads as zero (a read-modify-write would cost a second fault per page where
     //    nothing was populated: a read maps the shared zero page first).
-    std::error_code ec = pal::prefault(start, len);
+    //    With Populate::first_step only the first max_step_ bytes are backed; the rest is
+    //    committed and backed on first touch.
+    const std::size_t backed = populate == Populate::all ? len : std::min(len, max_step_);
+    std::error_code ec = pal::prefault(start, backed);
     if (!ec || ec == std::errc::not_supported) {
       // Every 4 KiB, the smallest page of any supported OS, whatever page_size() says: a store
       // per page on 4 KiB systems, a few redundant ones per page elsewhere.
       constexpr std::size_t kTouchStride = 4096;
       auto* first = static_cast<volatile unsigned char*>(static_cast<void*>(start));
-      for (std::size_t off = 0; off < len; off += kTouchStride)
+      for (std::size_t off = 0; off < backed; off += kTouchStride)
         first[off] = 0;
     } else {
       // The OS cannot back the step now (MADV_POPULATE_WRITE says ENOMEM): report it here as a
@@ -750,13 +753,13 @@ void* Arena::try_allocate(std::size_t n, std::size_t alignment) noexcept {
   return p ? static_cast<std::byte*>(p) + pad : nullptr;
 }
 
-void Arena::reserve(std::size_t bytes) {
+void Arena::reserve(std::size_t bytes, Populate populate) {
   if (bytes > reserved_) throw_growth_error(bytes, {});
-  if (std::error_code ec = commit_to(bytes)) throw_growth_error(bytes, ec);
+  if (std::error_code ec = commit_to(bytes, populate)) throw_growth_error(bytes, ec);
 }
 
-bool Arena::try_reserve(std::size_t bytes) noexcept {
-  return bytes <= reserved_ && !commit_to(bytes);
+bool Arena::try_reserve(std::size_t bytes, Populate populate) noexcept {
+  return bytes <= reserved_ && !commit_to(bytes, populate);
 }
 
 // ---- shrinking

@@ -207,10 +207,21 @@ class Arena {
 
   // ---- committed prefix (for containers that track their own length, like DynArray) ----
 
+  // How much of a reserve() to back with RAM at once when options().prefault is on.
+  enum class Populate {
+    // All of it: for bytes about to be written (an append of known length).
+    all,
+    // Only the next max_commit_step (2 MiB by default) past the committed prefix; the rest is
+    // committed but backed on first touch, as std::vector::reserve is under overcommit. For an
+    // upper bound that may never be reached: reserve(1e9 ints) costs 2 MiB of RSS, not 4 GB.
+    first_step,
+  };
+
   // Commits ahead so that committed() >= bytes (rounded up to the granule). Never moves anything.
   // Throws std::length_error past reserved(), OsAllocationError on refusal; arena unchanged then.
-  void reserve(std::size_t bytes);
-  bool try_reserve(std::size_t bytes) noexcept;
+  // The memory-limit check counts all of the new commit, populated or not.
+  void reserve(std::size_t bytes, Populate populate = Populate::all);
+  bool try_reserve(std::size_t bytes, Populate populate = Populate::all) noexcept;
 
   // Decommits every step beyond round_up(max(size(), keep_bytes), granule).
   std::error_code trim(std::size_t keep_bytes = 0) noexcept;
@@ -233,7 +244,7 @@ class Arena {
   // The committed length that covers `bytes`: whole granules, capped at reserved_.
   std::size_t commit_target(std::size_t bytes) const noexcept;
   // Commits so that committed_ >= bytes. bytes <= reserved_ is the caller's check.
-  std::error_code commit_to(std::size_t bytes) noexcept;
+  std::error_code commit_to(std::size_t bytes, Populate populate = Populate::all) noexcept;
   // The paths of grow()/try_grow() that must commit or fail; kept out of line and cold.
   void* grow_slow(std::size_t n);
   void* try_grow_slow(std::size_t n) noexcept;

@@ -273,16 +273,10 @@ class DynArray {
 
   // Commits memory for at least n elements. Never moves anything. n > max_size() is
   // std::length_error; a refused commit is OsAllocationError; the array is unchanged then.
-  void reserve(size_type n) {
-    if (n <= capacity()) return;
-    if (n > max_size()) throw_length_error("reserve", n);
-    ensure_reserved();
-    // The first reservation may have been granted smaller than default_max_size() (the
-    // address-space budget, or a refusing OS): check again against what max_size() is now.
-    if (n > max_size_) throw_length_error("reserve", n);
-    arena_.reserve(n * sizeof(T));
-    update_capacity();
-  }
+  // With prefault on, only the next commit step (2 MiB by default) is backed with RAM at once;
+  // the rest is backed on first touch, like std::vector::reserve, so an upper bound that is never
+  // reached costs no RSS (see Arena::Populate).
+  void reserve(size_type n) { reserve_populating(n, Arena::Populate::first_step); }
 
   // Returns the committed memory beyond size() to the OS (whole commit granules), without moving
   // anything. Non-binding, as in std::vector: if the OS refuses to decommit, the memory stays
@@ -367,7 +361,7 @@ class DynArray {
   // refer to this array's own elements (assign(n, value) copies value first, so it may).
   void assign(size_type count, const T& value) {
     const T copy(value);
-    reserve(count);
+    reserve_populating(count, Arena::Populate::all);
     clear();
     resize(count, copy);
   }
@@ -393,7 +387,7 @@ class DynArray {
           return;
         }
       }
-      reserve(n);
+      reserve_populating(n, Arena::Populate::all);
     }
     clear();
     for (; first != last; ++first)
@@ -646,7 +640,19 @@ class DynArray {
   void reserve_for_append(size_type n) {
     if (n <= capacity() - size()) return;
     if (n > max_size() - size()) throw_length_error("append", n > max_size() ? n : size() + n);
-    reserve(size() + n);
+    reserve_populating(size() + n, Arena::Populate::all);
+  }
+  // reserve(n), backing `populate` of the new commit with RAM at once (elements about to be
+  // written: all of it).
+  void reserve_populating(size_type n, Arena::Populate populate) {
+    if (n <= capacity()) return;
+    if (n > max_size()) throw_length_error("reserve", n);
+    ensure_reserved();
+    // The first reservation may have been granted smaller than default_max_size() (the address-space
+    // budget, or a refusing OS): check again against what max_size() is now.
+    if (n > max_size_) throw_length_error("reserve", n);
+    arena_.reserve(n * sizeof(T), populate);
+    update_capacity();
   }
   bool try_grow_capacity(size_type n) noexcept {
     if (n > max_size() - size() || !try_ensure_reserved()) return false;
