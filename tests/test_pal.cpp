@@ -236,4 +236,29 @@ TEST_SUITE("pal") {
     r.bytes()[n - 1] = 5;
     CHECK(r.bytes()[n - 1] == 5);
   }
+
+  TEST_CASE("a decommit whose re-map fails in place reports it and leaves the pages usable") {
+    if (!pal::testing::decommit_remaps()) {
+      MESSAGE("this build decommits without re-mapping (see the posix-generic preset)");
+      return;
+    }
+    const std::size_t n = 16 * pal::page_size();
+    Reservation r(n);
+    REQUIRE_FALSE(pal::commit(r.base, n));
+    touch(r.bytes(), n);
+    std::error_code ec;
+    {
+      // The re-map fails and leaves the old mapping alone (the usual case: ENOMEM is the worst).
+      test::FaultGuard fault(pal::Op::remap, 0, 1,
+                             std::make_error_code(std::errc::invalid_argument));
+      ec = pal::decommit(r.base, n);
+    }
+    // Failed, so an arena keeps counting the pages as committed: they must still be writable.
+    CHECK(ec == std::errc::invalid_argument);
+    r.bytes()[0] = 3;
+    r.bytes()[n - 1] = 4;
+    CHECK(r.bytes()[0] == 3);
+    CHECK(r.bytes()[n - 1] == 4);
+    CHECK_FALSE(pal::decommit(r.base, n));  // and a later decommit works
+  }
 }

@@ -83,13 +83,21 @@ std::size_t read_proc_kib(const char* path, const char* key) noexcept {
 
 // ---- sizes -------------------------------------------------------------------------------------
 
-std::size_t page_size() noexcept {
-  if (std::size_t forced = detail::page_size_override()) return forced;
+namespace {
+// The kernel's page size, whatever a test forces page_size() to: the unit of the page counts the
+// OS reports (RSS, free memory).
+std::size_t os_page_size() noexcept {
   static const std::size_t size = [] {
     long v = ::sysconf(_SC_PAGESIZE);
     return v > 0 ? static_cast<std::size_t>(v) : static_cast<std::size_t>(::getpagesize());
   }();
   return size;
+}
+}  // namespace
+
+std::size_t page_size() noexcept {
+  if (std::size_t forced = detail::page_size_override()) return forced;
+  return os_page_size();
 }
 
 std::size_t allocation_granularity() noexcept {
@@ -119,8 +127,8 @@ std::error_code reserve(std::size_t size, void** out) noexcept {
   int flags = MAP_PRIVATE | MAP_ANON;
 #if RESERVOIR_PAL_LINUX
   // Linux: no swap/commit accounting for the reservation. Only here: FreeBSD never implemented
-  // MAP_NORESERVE and removed it in 11 (older headers still define the bit; the brief's rule is
-  // to leave it out there), and macOS has no commit limit for it to matter to.
+  // MAP_NORESERVE and removed it in 11 (older headers still define the bit, so the
+  // build must leave it out itself), and macOS has no commit limit for it to matter to.
   flags |= MAP_NORESERVE;
 #endif
   // fd must be -1 with MAP_ANON: FreeBSD rejects anything else.
@@ -164,22 +172,34 @@ std::error_code decommit(void* addr, std::size_t size) noexcept {
   // anonymous range over the old one instead: the pages are freed and later read as zeros.
   void* p = MAP_FAILED;
   if (injected_failure(Op::remap, &ec)) {
-    (void)::munmap(addr, size);  // the worst a failed MAP_FIXED may leave: a hole
-    errno = ec.value();
+    // ENOMEM stands for the worst a failed MAP_FIXED may leave: the old mapping removed, a hole.
+    // Any other injected error leaves the mapping as it was.
+    if (ec == std::errc::not_enough_memory) (void)::munmap(addr, size);
   } else {
     p = ::mmap(addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANON, -1, 0);
     if (p != MAP_FAILED) return {};
     ec = last_error();
   }
   // POSIX lets a failed MAP_FIXED remove the old mapping, leaving a hole that another mmap could
-  // take while the arena still counts the range as its own. So make sure the range is mapped:
-  // mprotect succeeds only over mapped pages. If it is, the decommit merely failed (the pages
-  // stay accessible, which the caller is told); if not, map the hole again, retrying a few times.
-  if (::mprotect(addr, size, PROT_NONE) == 0) return ec;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    p = ::mmap(addr, size, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANON, -1, 0);
-    if (p != MAP_FAILED) return {};  // the hole is ours again, PROT_NONE and zero: decommitted
+  // take while the arena still counts the range as its own. So find out whether the range is
+  // still mapped: mprotect succeeds only over mapped pages, and read-write is the state of a
+  // committed range already, so the probe changes nothing. If it is mapped, the pages are handed
+  // back to the OS (contents unspecified, as on any failed decommit) but stay accessible: the
+  // caller, told of the failure, keeps counting them as committed.
+  if (::mprotect(addr, size, PROT_READ | PROT_WRITE) == 0) {
+#if defined(MADV_FREE)
+    (void)::madvise(addr, size, MADV_FREE);
+#else
+    (void)::madvise(addr, size, MADV_DONTNEED);
+#endif
+    return ec;
   }
+  // A hole: map it again. Not with MAP_FIXED, which would replace whatever another thread may
+  // have mapped there meanwhile: ask for the address as a hint and keep the result only if it is
+  // exactly the hole.
+  p = ::mmap(addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANON, -1, 0);
+  if (p == addr) return {};  // the hole is ours again, PROT_NONE and zero: decommitted
+  if (p != MAP_FAILED) (void)::munmap(p, size);
   return ec;
 #endif
 }
@@ -297,7 +317,7 @@ std::size_t current_rss() noexcept {
   struct kinfo_proc kp {};
   std::size_t len = sizeof(kp);
   if (::sysctl(mib, 4, &kp, &len, nullptr, 0) != 0) return 0;
-  return static_cast<std::size_t>(kp.ki_rssize) * page_size();
+  return static_cast<std::size_t>(kp.ki_rssize) * os_page_size();
 #else
   return 0;
 #endif
@@ -503,7 +523,7 @@ std::size_t available_memory() noexcept {
       host_statistics64(host, HOST_VM_INFO64, reinterpret_cast<host_info64_t>(&vm), &count);
   (void)mach_port_deallocate(mach_task_self(), host);
   if (kr != KERN_SUCCESS) return 0;
-  return (static_cast<std::size_t>(vm.free_count) + vm.inactive_count) * page_size();
+  return (static_cast<std::size_t>(vm.free_count) + vm.inactive_count) * os_page_size();
 #elif defined(__FreeBSD__)
   unsigned free_pages = 0, inactive_pages = 0;
   std::size_t len = sizeof(free_pages);
@@ -512,7 +532,7 @@ std::size_t available_memory() noexcept {
   if (::sysctlbyname("vm.stats.vm.v_inactive_count", &inactive_pages, &len, nullptr, 0) != 0) {
     inactive_pages = 0;
   }
-  return (static_cast<std::size_t>(free_pages) + inactive_pages) * page_size();
+  return (static_cast<std::size_t>(free_pages) + inactive_pages) * os_page_size();
 #else
   return 0;
 #endif

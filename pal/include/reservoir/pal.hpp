@@ -154,8 +154,9 @@ std::error_code run_process(const std::string& path, const std::vector<std::stri
 // `stats` covers the process statistics (peak_rss, current_rss, cpu_seconds, minor_faults,
 // available_memory): a failed one reports 0, as when the OS will not tell.
 // `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
-// build): an injected failure first unmaps the range, as POSIX allows a failed MAP_FIXED call to
-// have done, so the test sees the worst case.
+// build). Injected with ENOMEM (the default) it first unmaps the range, as POSIX allows a failed
+// MAP_FIXED call to have done, so the test sees the worst case; with any other error the mapping
+// stays as it was.
 enum class Op : unsigned { reserve, commit, decommit, release, prefault, stats, remap, count_ };
 
 namespace testing {
