@@ -28,6 +28,7 @@
 #include "histogram.hpp"
 #include "json_mini.hpp"
 #include "parse.hpp"
+#include "table_mixed.hpp"
 #include "timeline.hpp"
 #include "workloads.hpp"
 
@@ -58,9 +59,10 @@ struct Config {
   std::uint64_t reserve_bytes = 0;  // DynArray reservation; 0 = the library default
   bool prefault = reservoir::ArenaOptions{}.prefault;  // the library's defaults
   bool huge_pages = reservoir::ArenaOptions{}.huge_pages;
-  std::vector<std::string> tables = {"memory",     "throughput", "latency",
-                                     "concurrent", "collatz",    "timeline"};
+  std::vector<std::string> tables = {"memory",  "throughput", "latency", "concurrent",
+                                     "collatz", "mixed",      "timeline"};
   std::vector<std::uint64_t> threads = {1, 2, 4};  // the concurrent table; empty: skip it
+  rb::mixed::TableOptions mixed;                   // the mixed table
   std::string json, csv, markdown;
   bool quiet = false;
   double cell_budget = 60;  // seconds one child may run before it is killed
@@ -794,15 +796,18 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
         "by T threads\n   (median of {} reps)\n\n",
         rb::format_count(std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)), cfg.reps);
   } else {
-    fmt::print("4. Concurrent appends: T threads append {} ints in total (median of {} reps)\n\n",
-               rb::format_count(concurrent_size(cfg)), cfg.reps);
+    fmt::print(
+        "4. Concurrent appends: T threads append {} ints in total (median of {} reps; _bulk: "
+        "append_range\n   batches of {}; _readers: one more thread scans the published prefix "
+        "meanwhile)\n\n",
+        rb::format_count(concurrent_size(cfg)), cfg.reps, rb::kBulkBatch);
   }
-  fmt::print("{:>8}  {:<22}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",
+  fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",
              "median", "min..max", "Melem/s", fmt::format("vs {}", base_name), "vs 1 thread");
   for (const Result& r : rs) {
     if (r.table != table) continue;
     if (r.status != "ok") {
-      fmt::print("{:>8}  {:<22}{}\n", r.threads, r.container, r.status);
+      fmt::print("{:>8}  {:<28}{}\n", r.threads, r.container, r.status);
       continue;
     }
     const Result* base = nullptr;
@@ -812,7 +817,7 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
       if (o.container == base_name && o.threads == r.threads) base = &o;
       if (o.container == r.container && o.threads == 1) single = &o;
     }
-    fmt::print("{:>8}  {:<22}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
+    fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
                format_seconds(r.seconds),
                format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max), r.eps / 1e6,
                speed_ratio(base, r),
@@ -863,7 +868,8 @@ bool is_number(const std::string& s) {
           (dot > 0 && dot + 1 < s.size() && s.find('.', dot + 1) == std::string::npos));
 }
 
-void write_json(const std::string& path, const Context& ctx, const std::vector<Result>& rs) {
+void write_json(const std::string& path, const Context& ctx, const std::vector<Result>& rs,
+                const std::vector<rb::mixed::Cell>& mixed) {
   std::ofstream f(path);
   f << "{\n  \"context\": {";
   for (std::size_t i = 0; i < ctx.fields.size(); ++i) {
@@ -923,6 +929,7 @@ void write_json(const std::string& path, const Context& ctx, const std::vector<R
     }
     f << "}";
   }
+  if (!mixed.empty()) f << (rs.empty() ? "\n    " : ",\n    ") << rb::mixed::json_rows(mixed);
   f << "\n  ]\n}\n";
 }
 
@@ -1162,6 +1169,9 @@ int compare_main(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "--child") return child_main(argc, argv);
   if (argc > 1 && std::string_view(argv[1]) == "compare") return compare_main(argc, argv);
+  if (argc > 1 && std::string_view(argv[1]) == "--child-mixed") {
+    return rb::mixed::child_main(argc, argv);
+  }
 
   CLI::App app{
       "reservoir-bench: peak memory, throughput and append latency of reservoir::DynArray "
@@ -1197,9 +1207,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "Thread counts for the concurrent-append table (empty or 0: skip it)")
       ->capture_default_str();
+  bool pin = false;
+  app.add_flag("--pin", pin, "Concurrent table: pin thread t to CPU t (Linux; elsewhere ignored)");
   app.add_option("--only", only,
                  "Tables to run, e.g. latency,memory (memory, throughput, latency, concurrent, "
-                 "collatz, timeline)");
+                 "collatz, mixed, timeline)");
   app.add_option("--cell-budget", cfg.cell_budget,
                  "Seconds one cell's child may run before it is killed (POSIX)")
       ->capture_default_str()
@@ -1208,6 +1220,14 @@ int main(int argc, char** argv) {
                  "Seconds for the whole run; cells after it are skipped (0: no limit)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1e7));
+  std::string mixed_iterations = "100";
+  app.add_option("--mixed-iterations", mixed_iterations,
+                 "Mixed table: iteration counts, e.g. 300 or 1000,3000")
+      ->capture_default_str();
+  std::string mixed_types = "int,string,array10,heap,all";
+  app.add_option("--mixed-types", mixed_types,
+                 "Mixed table: element types (int,string,array10,heap; all: the four at once)")
+      ->capture_default_str();
   app.add_option("--json", cfg.json, "Write results as JSON (ns, bytes) to FILE");
   app.add_option("--csv", cfg.csv, "Write results as CSV to FILE");
   app.add_option("--markdown", cfg.markdown, "Write results as Markdown to FILE");
@@ -1215,6 +1235,18 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     cfg.sizes = rb::parse_count_list(sizes);
+    cfg.mixed.iterations = rb::parse_count_list(mixed_iterations);
+    cfg.mixed.types.clear();
+    for (std::string_view rest = mixed_types; !rest.empty();) {
+      const auto comma = rest.find(',');
+      const std::string name(rest.substr(0, comma));
+      if (std::find(std::begin(rb::mixed::kTypes), std::end(rb::mixed::kTypes), name) ==
+          std::end(rb::mixed::kTypes)) {
+        throw std::invalid_argument("--mixed-types: unknown type '" + name + "'");
+      }
+      cfg.mixed.types.push_back(name);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
     cfg.containers = parse_names(containers, rb::kAllContainers, "--containers");
     cfg.types = parse_names(types, rb::kAllTypes, "--types");
     cfg.granule = rb::parse_bytes(granule);
@@ -1229,11 +1261,12 @@ int main(int argc, char** argv) {
         if (std::find(known.begin(), known.end(), item) == known.end()) {
           throw std::invalid_argument("--only: unknown table '" + item +
                                       "' (known: memory, throughput, latency, concurrent, "
-                                      "collatz, timeline)");
+                                      "collatz, mixed, timeline)");
         }
         cfg.tables.push_back(item);
       }
     }
+    if (pin) rb::request_pinning();  // inherited by the cells' child processes
     cfg.threads.clear();
     if (!threads.empty() && threads != "0") {
       for (std::uint64_t t : rb::parse_count_list(threads)) {
@@ -1302,9 +1335,20 @@ int main(int argc, char** argv) {
                  r.status);
     }
   }
-  if (!cfg.json.empty()) write_json(cfg.json, ctx, results);
+  std::vector<rb::mixed::Cell> mixed;
+  bool mixed_consistent = true;
+  if (wanted("mixed")) {
+    cfg.mixed.progress = !cfg.quiet;
+    mixed = rb::mixed::run_table(cfg.mixed, &mixed_consistent);
+    if (!cfg.quiet) rb::mixed::print_table(mixed);
+  }
+  if (!cfg.json.empty()) write_json(cfg.json, ctx, results, mixed);
   if (!cfg.csv.empty()) write_csv(cfg.csv, results);
   if (!cfg.markdown.empty()) write_markdown(cfg.markdown, cfg, ctx, results);
   std::fflush(stdout);
+  if (!mixed_consistent) {
+    std::fprintf(stderr, "reservoir-bench: mixed: containers disagree on the final contents\n");
+    return 1;
+  }
   return 0;
 }

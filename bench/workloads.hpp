@@ -1,9 +1,11 @@
 // The contenders and element types the bench compares, and the one loop that builds them.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <version>
@@ -12,6 +14,7 @@
 #endif
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -19,6 +22,10 @@
 #include <vector>
 
 #include <reservoir/concurrent_dynarray.hpp>
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
 #if defined(RESERVOIR_BENCH_HAVE_TBB)
 #include <tbb/concurrent_vector.h>
 #endif
@@ -223,28 +230,55 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
 // ---- concurrent appends: `threads` threads append n ints in total -------------------------------
 
 #if defined(RESERVOIR_BENCH_HAVE_TBB)
-inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray", "vector_mutex",
-                                                        "deque_mutex", "tbb_concurrent_vector"};
+inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray",
+                                                        "concurrent_dynarray_bulk",
+                                                        "concurrent_dynarray_readers",
+                                                        "vector_mutex",
+                                                        "deque_mutex",
+                                                        "tbb_concurrent_vector"};
 #else
-inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray", "vector_mutex",
-                                                        "deque_mutex"};
+inline constexpr const char* kConcurrentContainers[] = {
+    "concurrent_dynarray", "concurrent_dynarray_bulk", "concurrent_dynarray_readers",
+    "vector_mutex", "deque_mutex"};
 #endif
 
-// Starts the threads together and times from the start to the last join. The start gate is two
-// atomics rather than std::latch: MinGW's libstdc++ 12 latch wait hung under Wine.
-template <class Append>
-double timed_concurrent(std::uint64_t n, unsigned threads, Append append) {
+// --pin: the concurrent tables pin thread t to CPU t (mod the CPU count), so thread placement
+// does not vary between repetitions. Passed to the cells' child processes in the environment.
+// Linux only; elsewhere a no-op.
+inline constexpr const char* kPinVariable = "RESERVOIR_BENCH_PIN";
+inline void request_pinning() {
+#if defined(__linux__)
+  ::setenv(kPinVariable, "1", 1);
+#endif
+}
+inline void pin_this_thread([[maybe_unused]] unsigned t) {
+#if defined(__linux__)
+  static const bool pin = std::getenv(kPinVariable) != nullptr;
+  if (!pin) return;
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(t % cpus, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+#endif
+}
+
+// Starts the threads together and times from the start to the last join; thread t runs
+// work(begin, end) over its share [begin, end) of 0..n. The start gate is two atomics rather than
+// std::latch: MinGW's libstdc++ 12 latch wait hung under Wine.
+template <class Work>
+double timed_concurrent_shares(std::uint64_t n, unsigned threads, Work work) {
   std::atomic<unsigned> arrived{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) {
     const std::uint64_t begin = n * t / threads, end = n * (t + 1) / threads;
-    pool.emplace_back([&arrived, &go, &append, begin, end] {
+    pool.emplace_back([&arrived, &go, &work, begin, end, t] {
+      pin_this_thread(t);
       arrived.fetch_add(1, std::memory_order_acq_rel);
       while (!go.load(std::memory_order_acquire))
         std::this_thread::yield();
-      for (std::uint64_t i = begin; i < end; ++i)
-        append(static_cast<int>(i));
+      work(begin, end);
     });
   }
   while (arrived.load(std::memory_order_acquire) < threads)
@@ -255,6 +289,18 @@ double timed_concurrent(std::uint64_t n, unsigned threads, Append append) {
     th.join();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// As timed_concurrent_shares, each thread appending its share one element at a time.
+template <class Append>
+double timed_concurrent(std::uint64_t n, unsigned threads, Append append) {
+  return timed_concurrent_shares(n, threads, [&append](std::uint64_t begin, std::uint64_t end) {
+    for (std::uint64_t i = begin; i < end; ++i)
+      append(static_cast<int>(i));
+  });
+}
+
+// The batch a bulk appender hands to append_range at once.
+inline constexpr std::uint64_t kBulkBatch = 256;
 
 // A standard container behind one std::mutex: the usual way to share it between appenders.
 template <class Cont>
@@ -273,6 +319,41 @@ inline double concurrent_build(std::string_view container, std::uint64_t n, unsi
     ConcurrentDynArray<int> a(reservoir::max_elements(n), options);
     const double s = timed_concurrent(n, threads, [&a](int v) { a.push_back(v); });
     if (a.size() != n) throw std::logic_error("concurrent_dynarray lost elements");
+    return s;
+  }
+  if (container == "concurrent_dynarray_bulk") {  // batches of kBulkBatch via append_range
+    ConcurrentDynArray<int> a(reservoir::max_elements(n), options);
+    const double s =
+        timed_concurrent_shares(n, threads, [&a](std::uint64_t begin, std::uint64_t end) {
+          int batch[kBulkBatch];
+          while (begin < end) {
+            const std::uint64_t k = std::min(kBulkBatch, end - begin);
+            for (std::uint64_t j = 0; j < k; ++j)
+              batch[j] = static_cast<int>(begin + j);
+            a.append_range(std::span<const int>(batch, k));
+            begin += k;
+          }
+        });
+    if (a.size() != n) throw std::logic_error("concurrent_dynarray_bulk lost elements");
+    return s;
+  }
+  if (container == "concurrent_dynarray_readers") {  // the writers' time, one reader scanning
+    ConcurrentDynArray<int> a(reservoir::max_elements(n), options);
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> scanned{0};
+    std::thread reader([&] {
+      std::uint64_t sum = 0, seen = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (int v : a.published())
+          sum += static_cast<unsigned>(v);
+        seen += a.size();
+      }
+      scanned.store(seen + (sum & 1), std::memory_order_relaxed);  // keeps the scan alive
+    });
+    const double s = timed_concurrent(n, threads, [&a](int v) { a.push_back(v); });
+    stop.store(true, std::memory_order_relaxed);
+    reader.join();
+    if (a.size() != n) throw std::logic_error("concurrent_dynarray_readers lost elements");
     return s;
   }
   if (container == "vector_mutex") return locked_build<std::vector<int>>(n, threads);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "clock.hpp"
 #include "histogram.hpp"
 #include "json_mini.hpp"
+#include "mixed.hpp"
 #include "parse.hpp"
 #include "support.hpp"
 
@@ -138,18 +140,49 @@ std::string bench_path() {
 }
 }  // namespace
 
+TEST_SUITE("bench") {
+  TEST_CASE("the mixed workload leaves the same contents in every container") {
+    namespace mx = reservoir::bench::mixed;
+    for (std::uint64_t seed : {1u, 2u}) {
+      CAPTURE(seed);
+      const mx::Stats v = mx::run<mx::VectorOf, int>(60, seed);
+      const mx::Stats d = mx::run<mx::DynArrayOf, int>(60, seed);
+      const mx::Stats q = mx::run<mx::DequeOf, int>(60, seed);
+      CHECK(v.elements > 0);
+      CHECK(v.arrays > 1);
+      CHECK(d.checksum == v.checksum);
+      CHECK(d.elements == v.elements);
+      CHECK(d.arrays == v.arrays);
+      CHECK(q.checksum == v.checksum);
+      std::uint64_t actions = 0;
+      for (std::uint64_t c : d.count)
+        actions += c;
+      CHECK(actions == 60);
+    }
+    // A different seed is a different run: the checksum sees it.
+    CHECK(mx::run<mx::VectorOf, int>(60, 1).checksum != mx::run<mx::VectorOf, int>(60, 2).checksum);
+    const mx::Stats all_v =
+        mx::run<mx::VectorOf, int, std::string, mx::IntArray, mx::HeapOwner>(25, 3);
+    const mx::Stats all_d =
+        mx::run<mx::DynArrayOf, int, std::string, mx::IntArray, mx::HeapOwner>(25, 3);
+    CHECK(all_d.checksum == all_v.checksum);
+    CHECK(all_d.elements == all_v.elements);
+  }
+}
+
 TEST_SUITE("bench_smoke") {
   TEST_CASE("reservoir-bench runs every requested cell and writes sane JSON") {
     const std::string json_file = "bench_smoke.json";
     pal::ProcessResult r;
-    REQUIRE_FALSE(pal::run_process(
-        bench_path(),
-        // A 1 GiB reservation: Wine keeps one byte per reserved page,
-        // so the default 64 GiB costs 16 MiB of RSS there (not on
-        // Windows itself); the band below is about the data.
-        {"--sizes", "1e3,1e6", "--reps", "2", "--reserve", "1G", "--threads", "1,2", "--json",
-         json_file, "--markdown", "bench_smoke.md", "--csv", "bench_smoke.csv"},
-        &r));
+    REQUIRE_FALSE(
+        pal::run_process(bench_path(),
+                         // A 1 GiB reservation: Wine keeps one byte per reserved page,
+                         // so the default 64 GiB costs 16 MiB of RSS there (not on
+                         // Windows itself); the band below is about the data.
+                         {"--sizes", "1e3,1e6", "--reps", "2", "--reserve", "1G", "--threads",
+                          "1,2", "--mixed-iterations", "20", "--json", json_file, "--markdown",
+                          "bench_smoke.md", "--csv", "bench_smoke.csv"},
+                         &r));
     INFO(r.output);
     REQUIRE(r.exited);
     REQUIRE(r.exit_code == 0);
@@ -174,10 +207,32 @@ TEST_SUITE("bench_smoke") {
     std::set<std::tuple<std::string, std::string, std::string, double>> cells;
     int threaded_cells = 0;
     int timeline_cells = 0;
-    std::set<std::string> concurrent_containers;  // 3, or 4 with tbb::concurrent_vector
+    std::set<std::string> concurrent_containers;         // 3, or 4 with tbb::concurrent_vector
+    std::map<std::string, std::string> mixed_checksums;  // type -> the final contents' checksum
+    int mixed_cells = 0;
     for (const auto& res : doc["results"].arr) {
       const std::string table = res["table"].str;
       CAPTURE(table);
+      if (table == "mixed") {
+        CAPTURE(res["container"].str);
+        CAPTURE(res["type"].str);
+        REQUIRE(res["status"].str == "ok");
+        CHECK(res["iterations"].num == 20);
+        CHECK(res["seconds"].num > 0);
+        CHECK(res["peak_bytes"].num > 0);
+        double per_action = 0, actions = 0;
+        for (const auto& [k, v] : res["actions"].obj) {
+          per_action += v["seconds"].num;
+          actions += v["count"].num;
+        }
+        CHECK(res["actions"].obj.size() == 6);
+        CHECK(actions == 20);
+        CHECK(per_action <= res["seconds"].num);
+        auto [it, fresh] = mixed_checksums.emplace(res["type"].str, res["checksum"].str);
+        if (!fresh) CHECK(it->second == res["checksum"].str);
+        ++mixed_cells;
+        continue;
+      }
       CAPTURE(res["container"].str);
       CAPTURE(res["type"].str);
       CAPTURE(res["size"].num);
@@ -251,6 +306,8 @@ TEST_SUITE("bench_smoke") {
     CHECK(timeline_cells == 3);
     CHECK(cells.size() == static_cast<std::size_t>(3 * 6 * 3 * 2 + nc + 2 + 3));
     CHECK(threaded_cells == nc * 2 + 2 * 2);  // x 2 thread counts
+    CHECK(mixed_cells == 3 * 5);              // 3 containers x 5 types
+    CHECK(r.output.find("Mixed workload") != std::string::npos);
   }
 
   TEST_CASE("reservoir-bench rejects bad arguments with a clear message") {

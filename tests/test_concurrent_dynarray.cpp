@@ -4,8 +4,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <numeric>
 #include <set>
+#include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <reservoir/concurrent_dynarray.hpp>
@@ -21,6 +24,44 @@ constexpr std::uint64_t kPerWriter = 250'000;
 // Never 0, so an unconstructed (zero) slot can be told from a real one.
 std::uint64_t encode(std::uint64_t thread, std::uint64_t seq) {
   return ((thread + 1) << 32) | seq;
+}
+
+// Copying throws when the value is a multiple of 7 (the "poisoned" values); moving never throws.
+struct Picky {
+  std::uint64_t v = 0;
+  explicit Picky(std::uint64_t x) : v(x) {}
+  Picky(const Picky& o) : v(o.v) {
+    if (o.v % 7 == 0) throw std::runtime_error("poisoned");
+  }
+  Picky(Picky&& o) noexcept : v(o.v) {}
+  Picky& operator=(const Picky&) = default;
+};
+
+// Every member on an array that holds nothing and has no reservation.
+template <class A>
+void check_empty_unreserved(A& a) {
+  const A& c = a;
+  CHECK(c.size() == 0);
+  CHECK(c.empty());
+  CHECK(c.max_size() == 0);
+  CHECK(c.capacity() == 0);
+  CHECK(c.published().empty());
+  CHECK(c.data() == nullptr);
+  CHECK_THROWS_AS((void)c.at(0), std::out_of_range);
+  CHECK_THROWS_AS(a.push_back(1), std::length_error);
+  const int one = 1;
+  CHECK_THROWS_AS(a.push_back(one), std::length_error);
+  CHECK_THROWS_AS(a.emplace_back(1), std::length_error);
+  CHECK_THROWS_AS(a.emplace_back_with([](std::size_t) noexcept { return 1; }), std::length_error);
+  CHECK_FALSE(a.try_emplace_back(1).has_value());
+  const std::vector<int> two{1, 2};
+  CHECK_THROWS_AS(a.append_range(two), std::length_error);
+  CHECK(a.append_range(std::vector<int>{}) == a.max_size());  // empty: nothing claimed
+  CHECK(a.size() == 0);
+  A moved(std::move(a));  // moving an empty array is fine too
+  CHECK(moved.max_size() == 0);
+  a = std::move(moved);
+  CHECK(a.max_size() == 0);
 }
 }  // namespace
 
@@ -131,5 +172,167 @@ TEST_SUITE("concurrent") {
     }
     a.push_back(encode(0, 99'999));  // usable afterwards
     CHECK(a.size() == added + 1);
+  }
+
+  TEST_CASE("every member is defined on default-constructed and moved-from arrays") {
+    ConcurrentDynArray<int> d;
+    check_empty_unreserved(d);
+
+    ConcurrentDynArray<int> a{reservoir::max_elements(1000)};
+    a.push_back(1);
+    a.push_back(2);
+    const int* base = a.data();
+    ConcurrentDynArray<int> b(std::move(a));
+    check_empty_unreserved(a);
+    CHECK(b.size() == 2);
+    CHECK(b.data() == base);  // nothing moved in memory
+    CHECK(b.max_size() == 1000);
+    b.push_back(3);
+    CHECK(b.at(2) == 3);
+
+    ConcurrentDynArray<int> c{reservoir::max_bytes(4000)};
+    c.push_back(9);
+    c = std::move(b);  // c's old element is destroyed, b's taken
+    check_empty_unreserved(b);
+    CHECK(c.size() == 3);
+    CHECK(c[0] == 1);
+    CHECK(c.data() == base);
+    swap(b, c);
+    CHECK(b.size() == 3);
+    check_empty_unreserved(c);
+    c = ConcurrentDynArray<int>{reservoir::max_elements(10)};  // a moved-from array is reusable
+    CHECK(c.push_back(4) == 0);
+  }
+
+  TEST_CASE("append_range: one block of consecutive indices, all-or-nothing at the limit") {
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(100)};
+    std::vector<std::uint64_t> v(40);
+    std::iota(v.begin(), v.end(), 1);
+    CHECK(a.append_range(v) == 0);
+    CHECK(a.push_back(1000) == 40);
+    CHECK(a.append_range(v) == 41);
+    CHECK(a.size() == 81);
+    CHECK(a[41] == 1);
+    CHECK(a[80] == 40);
+    // 19 slots left: a block of 40 does not fit and claims nothing.
+    CHECK_THROWS_AS(a.append_range(v), std::length_error);
+    CHECK(a.size() == 81);
+    // A block ending exactly at the limit fits.
+    const std::vector<std::uint64_t> last(19, 7);
+    CHECK(a.append_range(last) == 81);
+    CHECK(a.size() == 100);
+    CHECK(a.published().back() == 7);
+    CHECK_THROWS_AS(a.append_range(last), std::length_error);
+    CHECK_THROWS_AS(a.push_back(1), std::length_error);
+    CHECK(a.size() == 100);
+  }
+
+  TEST_CASE("a throwing copy inside a block claims nothing: no hole, array still usable") {
+    ConcurrentDynArray<Picky> a{reservoir::max_elements(1000)};
+    std::vector<Picky> ok, poisoned;  // (an initializer list would copy)
+    for (std::uint64_t v : {1, 2, 3})
+      ok.emplace_back(v);
+    for (std::uint64_t v : {8, 14, 9})  // copying the second throws
+      poisoned.emplace_back(v);
+    CHECK(a.append_range(ok) == 0);
+    CHECK_THROWS_AS(a.append_range(poisoned), std::runtime_error);
+    CHECK(a.size() == 3);
+    CHECK(a.append_range(ok) == 3);  // indices continue with no gap
+    CHECK_THROWS_AS(a.push_back(Picky(8) = Picky(21)), std::runtime_error);  // copy throws
+    for (Picky& p : poisoned)                                                // moving never throws
+      a.push_back(std::move(p));
+    CHECK(a.size() == 9);
+    for (std::size_t i = 0; i < a.size(); ++i)
+      CHECK(a[i].v != 0);
+  }
+
+  TEST_CASE("4 writers appending blocks of 1..64 with throwing copies while readers scan") {
+    constexpr std::uint64_t kBlocks = 4000;
+    ConcurrentDynArray<Picky> a{reservoir::max_elements(kWriters * kBlocks * 64)};
+    std::atomic<bool> done{false};
+    std::atomic<std::uint64_t> bad_reads{0}, added{0}, thrown{0};
+    std::thread reader([&] {
+      while (!done.load()) {
+        for (const Picky& p : a.published())
+          if (p.v == 0) bad_reads++;
+      }
+    });
+    std::vector<std::thread> writers;
+    for (int t = 0; t < kWriters; ++t) {
+      writers.emplace_back([&, t] {
+        std::uint64_t seq = 1;
+        std::vector<Picky> block;
+        for (std::uint64_t b = 0; b < kBlocks; ++b) {
+          block.clear();
+          const std::uint64_t n = 1 + (b * 37 + static_cast<std::uint64_t>(t)) % 64;
+          for (std::uint64_t k = 0; k < n; ++k) {
+            // Values that are multiples of 7 throw when copied: only in every 10th block.
+            std::uint64_t v = encode(t, seq++);
+            if (b % 10 != 0 && v % 7 == 0) v = encode(t, seq++);
+            if (b % 10 != 0 && v % 7 == 0) v = encode(t, seq++);
+            block.emplace_back(v);
+          }
+          try {
+            a.append_range(block);  // copies
+            added += n;
+          } catch (const std::runtime_error&) {
+            thrown++;
+          }
+        }
+      });
+    }
+    for (auto& w : writers)
+      w.join();
+    done = true;
+    reader.join();
+    CHECK(bad_reads == 0);
+    CHECK(thrown > 0);
+    REQUIRE(a.size() == added);
+    // Blocks are contiguous and each writer's values in its own order.
+    std::vector<std::uint64_t> last(kWriters, 0);
+    for (const Picky& p : a.published()) {
+      const std::uint64_t t = (p.v >> 32) - 1, s = p.v & 0xffffffff;
+      REQUIRE(t < kWriters);
+      REQUIRE(s > last[t]);
+      last[t] = s;
+    }
+  }
+
+  TEST_CASE("once every writer has returned from its last append, a reader sees all of it") {
+    // No publish point is needed: no thread holds claimed slots between calls, so after the last
+    // append of every writer returns, size() is the total (without joining the writers).
+    for (int round = 0; round < 20; ++round) {
+      constexpr std::uint64_t kEach = 5000;
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * kEach * 2)};
+      std::atomic<int> finished{0};
+      std::atomic<bool> release{false};
+      std::vector<std::thread> writers;
+      for (int t = 0; t < kWriters; ++t) {
+        writers.emplace_back([&, t] {
+          for (std::uint64_t s = 0; s < kEach; ++s) {
+            if (s % 3 == 0) {
+              const std::uint64_t pair[2] = {encode(t, s), encode(t, s) | (1ull << 31)};
+              a.append_range(pair);
+            } else {
+              a.push_back(encode(t, s));
+            }
+          }
+          finished.fetch_add(1, std::memory_order_release);
+          while (!release.load())  // stay alive: the check below must not rely on join()
+            std::this_thread::yield();
+        });
+      }
+      while (finished.load(std::memory_order_acquire) < kWriters)
+        std::this_thread::yield();
+      const std::uint64_t expected = kWriters * (kEach + (kEach + 2) / 3);
+      CHECK(a.size() == expected);
+      std::uint64_t zeros = 0;
+      for (std::uint64_t v : a.published())
+        zeros += v == 0;
+      CHECK(zeros == 0);
+      release = true;
+      for (auto& w : writers)
+        w.join();
+    }
   }
 }

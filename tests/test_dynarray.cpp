@@ -565,6 +565,37 @@ TEST_SUITE("dynarray") {
     CHECK((x <=> y) == std::strong_ordering::greater);
   }
 
+  TEST_CASE("try_emplace_back whose constructor throws after a commit step undoes the commit") {
+    Tracked::reset();
+    {
+      DynArray<Tracked> a(reservoir::max_elements(100'000));
+      fill_to_capacity(a);
+      const std::size_t size = a.size(), capacity = a.capacity();
+      const std::size_t committed = a.arena().committed();
+      Tracked::throw_countdown = 0;
+      CHECK_THROWS_AS(a.try_emplace_back(1), std::runtime_error);
+      CHECK(a.size() == size);
+      CHECK(a.capacity() == capacity);
+      CHECK(a.arena().committed() == committed);
+      Tracked::throw_countdown = -1;
+      CHECK(a.try_emplace_back(2) != nullptr);
+    }
+    CHECK(Tracked::live() == 0);
+  }
+
+  TEST_CASE("reserve(n) after a smaller-than-default first reservation: length_error, not less") {
+    // The OS refuses 64 GiB and 32 GiB: the first reservation falls back to 16 GiB.
+    test::FaultGuard fault(pal::Op::reserve, 0, 2);
+    DynArray<int> a;
+    const std::size_t n = reservoir::kDefaultReserveBytes / 2 / sizeof(int);  // 32 GiB of ints
+    REQUIRE(n <= a.max_size());  // allowed by the max_size() reported before reserving
+    CHECK_THROWS_AS(a.reserve(n), std::length_error);
+    CHECK(a.max_size() < n);
+    CHECK(a.capacity() <= a.max_size());
+    a.push_back(1);  // still usable, on the reservation it got
+    CHECK(a.size() == 1);
+  }
+
   TEST_CASE("a range longer than max_size() on a never-reserved array is length_error") {
     // The reserve step throws before any reservation exists; the cleanup must not touch the
     // (empty) arena's granule.

@@ -5,30 +5,37 @@
 // threads while readers index the part that is already there.
 //
 // Memory-ordering contract:
-//   - emplace_back/push_back may be called from any number of threads concurrently. Each claims a
-//     slot with one compare-and-swap on a counter (no lock), constructs the element in place, and
-//     publishes it. Only the thread that finds the committed memory exhausted takes a mutex to
-//     commit the next step; the others wait for it only if they, too, need the new memory.
+//   - emplace_back/push_back/append_range may be called from any number of threads concurrently.
+//     Each call claims its slots (one slot, or a block of consecutive slots for append_range) with
+//     one compare-and-swap on a counter (no lock), constructs the elements in place, and publishes
+//     them. Only the thread that finds the committed memory exhausted takes a mutex to commit the
+//     next step; the others wait for it only if they, too, need the new memory.
 //   - size() is the length of the published prefix: every element below it is fully constructed,
 //     and its construction happens-before any read by a thread that observed that size()
-//     (acquire/release). size() never decreases.
+//     (acquire/release). size() never decreases. Readers never take a lock.
 //   - Reading element i (operator[], at, published()) is safe for i < size() while appends go on.
 //     Writing to a published element is the caller's business (like any shared object).
 //   - Elements are published in index order. An element constructed early whose predecessor is
 //     still being constructed becomes visible when the predecessor is done; any appending thread
 //     advances the published prefix, so none waits for another.
+//   - No publish point: no thread keeps claimed slots between calls, so the prefix is held back
+//     only by appends in progress, never by a thread that stopped appending. Once every thread
+//     that appended has returned from its last append, size() counts all of their elements.
 //   - A full reservation (std::length_error) or a refused commit (OsAllocationError) is thrown to
 //     the thread that hit it; no slot is claimed, so no hole appears and every published element
-//     stays intact.
+//     stays intact. append_range is all-or-nothing: a block that does not fit claims nothing.
 //   - The value is constructed before a slot is claimed and moved into it (T must be nothrow move
-//     constructible), so a throwing constructor claims nothing either.
-//   - Destruction, clear-like operations and moves are not concurrent operations: the array is
-//     neither movable nor copyable, and must outlive every thread using it.
+//     constructible), so a throwing constructor claims nothing either; append_range builds a
+//     block aside first unless constructing from its elements cannot throw.
+//   - Default construction, moves, swaps and destruction are not concurrent operations: no other
+//     thread may use the arrays involved meanwhile. A default-constructed or moved-from array has
+//     no reservation and max_size() 0 (appends throw std::length_error); element addresses never
+//     change, a move hands them to the destination.
 // Memory: the elements plus one ready byte per element, both committed in the same steps.
 // Cost: an append whose slot is next publishes with one CAS; one that finishes before its
 // predecessor writes its ready byte and leaves it to be published with it. Appends from several
-// threads share the claim counter's cache line, so many threads doing nothing but append contend
-// on it (see the README's concurrent table); the gain is that readers never wait.
+// threads share the claim counter's cache line, so many threads doing nothing but single appends
+// contend on it (see the README's concurrent table); append_range pays that once per block.
 #pragma once
 
 #include <algorithm>
@@ -37,11 +44,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <reservoir/arena.hpp>
 #include <reservoir/max_size.hpp>
@@ -81,10 +90,30 @@ class ConcurrentDynArray {
   explicit ConcurrentDynArray(max_bytes limit, ArenaOptions options = {})
       : ConcurrentDynArray(max_elements(limit.bytes / sizeof(T)), options) {}
 
+  // Empty, with no reservation and max_size() == 0: every append throws std::length_error (the
+  // try_ forms return std::nullopt) until a real array is move-assigned into it. Never throws.
+  ConcurrentDynArray() noexcept = default;
+
+  // Moving takes the reservation and the elements; the source is left as if default-constructed.
+  // Moves, swaps and destruction are not concurrent operations: no other thread may use either
+  // array meanwhile. Element addresses stay valid (they now belong to the destination).
+  ConcurrentDynArray(ConcurrentDynArray&& other) noexcept { take(other); }
+  ConcurrentDynArray& operator=(ConcurrentDynArray&& other) noexcept {
+    if (this != &other) {
+      destroy_all();
+      take(other);
+    }
+    return *this;
+  }
+  friend void swap(ConcurrentDynArray& a, ConcurrentDynArray& b) noexcept {
+    ConcurrentDynArray tmp(std::move(a));
+    a = std::move(b);
+    b = std::move(tmp);
+  }
   ConcurrentDynArray(const ConcurrentDynArray&) = delete;
   ConcurrentDynArray& operator=(const ConcurrentDynArray&) = delete;
 
-  ~ConcurrentDynArray() { std::destroy(data_, data_ + published_.load(std::memory_order_acquire)); }
+  ~ConcurrentDynArray() { destroy_all(); }
 
   // Appends; returns the new element's index. Thread-safe. Throws std::length_error when the
   // reservation is full and OsAllocationError when the OS refuses to commit; nothing is added then.
@@ -98,6 +127,28 @@ class ConcurrentDynArray {
   }
   size_type push_back(const T& value) { return emplace_back(value); }
   size_type push_back(T&& value) { return emplace_back(std::move(value)); }
+
+  // Appends every element of `values` as one block of consecutive indices claimed with a single
+  // atomic operation (a producer with batches pays one claim per batch, not one per element), and
+  // returns the block's first index; an empty range claims nothing and returns max_size(), never
+  // a valid index. Thread-safe. All-or-nothing: when the block does not fit (std::length_error) or
+  // the OS refuses to commit (OsAllocationError), nothing is added. When constructing T from an
+  // element may throw, or the range can be walked only once, the values are first built aside,
+  // so a throw claims nothing either.
+  template <std::ranges::input_range R>
+  requires std::constructible_from<T, std::ranges::range_reference_t<R>> size_type
+  append_range(R&& values) {
+    if constexpr (std::ranges::forward_range<R> &&
+                  std::is_nothrow_constructible_v<T, std::ranges::range_reference_t<R>>) {
+      return append_block(static_cast<size_type>(std::ranges::distance(values)),
+                          std::ranges::begin(values));
+    } else {
+      std::vector<T> aside;  // may throw: nothing claimed yet
+      for (auto&& v : values)
+        aside.emplace_back(std::forward<decltype(v)>(v));
+      return append_block(aside.size(), std::make_move_iterator(aside.begin()));
+    }
+  }
 
   // Claims the next slot i and constructs make(i) in it: for values that depend on their own
   // index (a memo table: element i describes the number i). make must not throw (it runs after
@@ -162,14 +213,22 @@ class ConcurrentDynArray {
     return max_size;
   }
 
-  // Claims the next slot, committing more memory first if needed.
-  size_type claim() {
+  // Claims the next n (>= 1) consecutive slots with one CAS and returns the first, committing
+  // more memory first if needed. Backs off briefly after a lost CAS, so that contending threads
+  // stop invalidating the counter's cache line on every attempt.
+  size_type claim(size_type n = 1) {
     for (;;) {
       size_type i = claimed_.load(std::memory_order_relaxed);
-      while (i < capacity_.load(std::memory_order_acquire)) {
-        if (claimed_.compare_exchange_weak(i, i + 1, std::memory_order_relaxed)) return i;
+      unsigned spins = 1;
+      for (;;) {
+        const size_type cap = capacity_.load(std::memory_order_acquire);
+        if (i > cap || n > cap - i) break;
+        if (claimed_.compare_exchange_weak(i, i + n, std::memory_order_relaxed)) return i;
+        for (unsigned k = 0; k < spins; ++k)
+          std::atomic_signal_fence(std::memory_order_seq_cst);  // a compiler-only pause
+        spins = (std::min)(spins * 2, 64u);
       }
-      grow(i);  // throws, or makes capacity_ > i (or another thread did)
+      grow(i, n);  // throws, or makes capacity_ >= i + n (or another thread did)
     }
   }
   std::optional<size_type> try_claim() noexcept {
@@ -180,17 +239,18 @@ class ConcurrentDynArray {
     }
   }
 
-  // Commits memory for index i and beyond: once, whichever thread gets here first.
-  void grow(size_type i) {
+  // Commits memory for slots [i, i + n): once, whichever thread gets here first.
+  void grow(size_type i, size_type n) {
     std::lock_guard lock(commit_mutex_);
-    if (capacity_.load(std::memory_order_relaxed) > i) return;  // another thread did it
-    if (i >= max_size_) {
+    const size_type cap = capacity_.load(std::memory_order_relaxed);
+    if (i <= cap && n <= cap - i) return;  // another thread did it
+    if (i > max_size_ || n > max_size_ - i) {
       throw std::length_error("reservoir::ConcurrentDynArray: full at max_size() " +
                               std::to_string(max_size_));
     }
     // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
     // from fresh or decommitted memory, so they read as zero (not ready).
-    data_arena_.reserve((i + 1) * sizeof(T));  // strong guarantee on failure
+    data_arena_.reserve((i + n) * sizeof(T));  // strong guarantee on failure
     const size_type data_cap = (std::min)(data_arena_.committed() / sizeof(T), max_size_);
     const size_type old_flags = (std::min)(ready_arena_.committed(), max_size_);
     ready_arena_.reserve(data_cap);  // on failure data_arena_ keeps a step: harmless, unclaimed
@@ -202,14 +262,48 @@ class ConcurrentDynArray {
     capacity_.store((std::min)(data_cap, flags), std::memory_order_release);
   }
 
-  void publish(size_type i) noexcept {
-    // 1. The common case: slot i is next, so publish it directly; its ready byte is never needed.
+  // Claims `count` slots and constructs them from *it, *++it, ... (which must not throw).
+  template <class It>
+  size_type append_block(size_type count, It it) {
+    if (count == 0) return max_size_;
+    const size_type first = claim(count);
+    for (T *out = data_ + first, *end = out + count; out != end; ++out, ++it)
+      std::construct_at(out, *it);
+    publish(first, count);
+    return first;
+  }
+
+  void destroy_all() noexcept {
+    if (data_ != nullptr) std::destroy(data_, data_ + published_.load(std::memory_order_acquire));
+  }
+  // Takes other's state, leaving other empty as if default-constructed (not concurrent).
+  void take(ConcurrentDynArray& other) noexcept {
+    max_size_ = std::exchange(other.max_size_, 0);
+    data_arena_ = std::move(other.data_arena_);
+    ready_arena_ = std::move(other.ready_arena_);
+    data_ = std::exchange(other.data_, nullptr);
+    ready_ = std::exchange(other.ready_, nullptr);
+    claimed_.store(other.claimed_.exchange(0, std::memory_order_relaxed),
+                   std::memory_order_relaxed);
+    published_.store(other.published_.exchange(0, std::memory_order_relaxed),
+                     std::memory_order_relaxed);
+    capacity_.store(other.capacity_.exchange(0, std::memory_order_relaxed),
+                    std::memory_order_relaxed);
+  }
+
+  // Publishes the constructed slots [i, i + n).
+  void publish(size_type i, size_type n = 1) noexcept {
+    // 1. The common case: slot i is next, so publish the block directly; its ready bytes are never
+    //    needed.
     size_type p = i;
-    if (published_.compare_exchange_strong(p, i + 1, std::memory_order_seq_cst)) {
-      p = i + 1;
+    if (published_.compare_exchange_strong(p, i + n, std::memory_order_seq_cst)) {
+      p = i + n;
     } else {
-      // 2. A predecessor is still constructing: leave a ready mark for whoever publishes it.
-      ready(i).store(1, std::memory_order_seq_cst);
+      // 2. A predecessor is still constructing: leave ready marks for whoever publishes it. Every
+      //    mark is stored before published_ is read again, so a publisher that stopped at any
+      //    slot of this block (having read its mark as 0) is seen below, and this thread goes on.
+      for (size_type k = i; k < i + n; ++k)
+        ready(k).store(1, std::memory_order_seq_cst);
       p = published_.load(std::memory_order_seq_cst);
     }
     // 3. Advance over every consecutive ready slot. seq_cst on the flags and the counter: of two
@@ -220,7 +314,7 @@ class ConcurrentDynArray {
     }
   }
 
-  const size_type max_size_;
+  size_type max_size_ = 0;
   Arena data_arena_;
   Arena ready_arena_;
   T* data_ = nullptr;

@@ -232,6 +232,9 @@ class DynArray {
     if (n <= capacity()) return;
     if (n > max_size_) throw_length_error("reserve", n);
     ensure_reserved();
+    // The first reservation may have been granted smaller than kDefaultMaxSize (the address-space
+    // budget, or a refusing OS): check again against what max_size() is now.
+    if (n > max_size_) throw_length_error("reserve", n);
     arena_.reserve(n * sizeof(T));
     update_capacity();
   }
@@ -280,7 +283,7 @@ class DynArray {
   template <class... Args>
   T* try_emplace_back(Args&&... args) noexcept(std::is_nothrow_constructible_v<T, Args...>) {
     if (end_ == cap_) [[unlikely]] {
-      if (!try_grow_capacity(1)) return nullptr;
+      return try_emplace_back_slow(std::forward<Args>(args)...);
     }
     T* p = std::construct_at(end_, std::forward<Args>(args)...);
     ++end_;
@@ -570,6 +573,7 @@ class DynArray {
   }
   bool try_grow_capacity(size_type n) noexcept {
     if (n > max_size_ - size() || !try_ensure_reserved()) return false;
+    if (n > max_size_ - size()) return false;  // the reservation came out smaller
     if (!arena_.try_reserve((size() + n) * sizeof(T))) return false;
     update_capacity();
     return true;
@@ -599,6 +603,27 @@ class DynArray {
     } catch (...) {
       undo_commit(old_capacity);
       throw;
+    }
+  }
+
+  template <class... Args>
+  RESERVOIR_COLD_NOINLINE T* try_emplace_back_slow(Args&&... args) noexcept(
+      std::is_nothrow_constructible_v<T, Args...>) {
+    const size_type old_capacity = capacity();
+    if (!try_grow_capacity(1)) return nullptr;
+    if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
+      T* p = std::construct_at(end_, std::forward<Args>(args)...);
+      ++end_;
+      return p;
+    } else {
+      try {
+        T* p = std::construct_at(end_, std::forward<Args>(args)...);
+        ++end_;
+        return p;
+      } catch (...) {
+        undo_commit(old_capacity);  // the strong guarantee: capacity() as before
+        throw;
+      }
     }
   }
 

@@ -1,0 +1,304 @@
+// The mixed workload: an environment of arrays of arrays that are created, copied, grown, shrunk
+// and edited in the middle, in a random but seeded order. It follows the mixed benchmark of the
+// rvector thesis: for each element type an environment V<V<T>> starts with one empty inner array,
+// and each iteration i (1..I) applies one of six actions chosen uniformly at random.
+//
+// The random sequence depends only on the seed (std::mt19937_64 with an explicit mapping to
+// ranges, so every standard library draws the same numbers), and no decision depends on the
+// container, so every container runs exactly the same operations and ends with the same contents:
+// checksum() proves it.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <reservoir/dynarray.hpp>
+
+namespace reservoir::bench::mixed {
+
+// ---- element types ----------------------------------------------------------------------------
+
+// A type that owns heap memory and copies it deeply, like most class types in real programs.
+struct HeapOwner {
+  static constexpr std::size_t kInts = 4;
+  std::unique_ptr<int[]> p;
+
+  HeapOwner() : p(new int[kInts]()) {}
+  explicit HeapOwner(std::uint64_t v) : p(new int[kInts]) {
+    for (std::size_t j = 0; j < kInts; ++j)
+      p[j] = static_cast<int>(v + j);
+  }
+  HeapOwner(const HeapOwner& o) : HeapOwner() { *this = o; }
+  HeapOwner(HeapOwner&&) noexcept = default;
+  // Containers copy-assign into moved-from elements (insert, erase): those own nothing yet.
+  HeapOwner& operator=(const HeapOwner& o) {
+    if (this != &o && o.p) {
+      if (!p) p.reset(new int[kInts]);
+      std::memcpy(p.get(), o.p.get(), kInts * sizeof(int));
+    }
+    return *this;
+  }
+  HeapOwner& operator=(HeapOwner&&) noexcept = default;
+  ~HeapOwner() = default;
+};
+
+using IntArray = std::array<int, 10>;
+
+// The value appended by the v-th push_back: deterministic, different from T().
+template <class T>
+T make_value(std::uint64_t v) {
+  if constexpr (std::is_same_v<T, int>) {
+    return static_cast<int>(v);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return std::to_string(v);
+  } else if constexpr (std::is_same_v<T, IntArray>) {
+    IntArray a;
+    for (std::size_t j = 0; j < a.size(); ++j)
+      a[j] = static_cast<int>(v + j);
+    return a;
+  } else {
+    return T(v);
+  }
+}
+
+inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+template <class T>
+std::uint64_t hash_value(const T& x) {
+  if constexpr (std::is_same_v<T, int>) {
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(x));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    std::uint64_t h = x.size();
+    for (char c : x)
+      h = mix(h, static_cast<unsigned char>(c));
+    return h;
+  } else if constexpr (std::is_same_v<T, IntArray>) {
+    std::uint64_t h = 0;
+    for (int v : x)
+      h = mix(h, static_cast<std::uint32_t>(v));
+    return h;
+  } else {
+    std::uint64_t h = 0;
+    for (std::size_t j = 0; j < HeapOwner::kInts; ++j) {
+      h = mix(h, static_cast<std::uint32_t>(x.p[j]));
+    }
+    return h;
+  }
+}
+
+// ---- the random sequence ----------------------------------------------------------------------
+
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : engine_(seed) {}
+  // A number in [lo, hi]; the modulo bias (< 2^-40 for the ranges used here) does not matter,
+  // the explicit mapping makes the sequence the same with every standard library.
+  std::uint64_t uniform(std::uint64_t lo, std::uint64_t hi) {
+    return lo + engine_() % (hi - lo + 1);
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+// ---- the actions ------------------------------------------------------------------------------
+
+enum Action : int { kPushBack, kPopBack, kConstruct, kCopy, kInsert, kErase, kActions };
+inline constexpr const char* kActionNames[kActions] = {"push_back", "pop_back", "construct",
+                                                       "copy",      "insert",   "erase"};
+
+struct Stats {
+  double seconds[kActions] = {};  // time spent in each action kind
+  std::uint64_t count[kActions] = {};
+  double total_seconds = 0;
+  std::uint64_t checksum = 0;
+  std::uint64_t elements = 0;  // elements alive at the end
+  std::uint64_t arrays = 0;    // inner arrays at the end
+};
+
+// A copy of an inner array: DynArray copies through clone(), the standard containers by copy
+// construction.
+template <class Inner>
+Inner copy_of(const Inner& a) {
+  if constexpr (requires { a.clone(); }) {
+    return a.clone();
+  } else {
+    return Inner(a);
+  }
+}
+
+// One environment V<V<T>> and the state its actions share.
+template <template <class> class V, class T>
+class Environment {
+ public:
+  using Inner = V<T>;
+
+  Environment() { env_.emplace_back(); }
+
+  // Applies action `a` of iteration i (1-based), drawing from rng.
+  void apply(Action a, std::uint64_t i, Rng& rng) {
+    const std::uint64_t n = env_.size();
+    switch (a) {
+      case kPushBack: {
+        const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
+        for (std::uint64_t k = 0; k < arrays; ++k) {
+          Inner& x = env_[rng.uniform(0, n - 1)];
+          const std::uint64_t m = rng.uniform(1, 100 * i);
+          for (std::uint64_t j = 0; j < m; ++j)
+            x.push_back(make_value<T>(next_value_++));
+        }
+        break;
+      }
+      case kPopBack: {
+        const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
+        for (std::uint64_t k = 0; k < arrays; ++k) {
+          Inner& x = env_[rng.uniform(0, n - 1)];
+          const std::uint64_t m = rng.uniform(0, x.size());
+          for (std::uint64_t j = 0; j < m; ++j)
+            x.pop_back();
+        }
+        break;
+      }
+      case kConstruct: {
+        const std::uint64_t count = rng.uniform(1, 3);
+        for (std::uint64_t k = 0; k < count; ++k) {
+          env_.push_back(Inner(static_cast<std::size_t>(rng.uniform(1, i + 10))));
+        }
+        break;
+      }
+      case kCopy: {
+        const std::uint64_t count = rng.uniform(1, 3);
+        for (std::uint64_t k = 0; k < count; ++k) {
+          // The source index is drawn from the arrays that existed before this action.
+          env_.push_back(copy_of(env_[rng.uniform(0, n - 1)]));
+        }
+        break;
+      }
+      case kInsert: {
+        const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
+        for (std::uint64_t k = 0; k < arrays; ++k) {
+          Inner& x = env_[rng.uniform(0, n - 1)];
+          const std::uint64_t pos = rng.uniform(0, x.size());
+          const std::uint64_t m = rng.uniform(1, i);
+          x.insert(x.begin() + static_cast<std::ptrdiff_t>(pos), static_cast<std::size_t>(m), T());
+        }
+        break;
+      }
+      case kErase: {
+        const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
+        for (std::uint64_t k = 0; k < arrays; ++k) {
+          Inner& x = env_[rng.uniform(0, n - 1)];
+          const std::uint64_t first = rng.uniform(0, x.size());
+          const std::uint64_t last = rng.uniform(first, x.size());
+          x.erase(x.begin() + static_cast<std::ptrdiff_t>(first),
+                  x.begin() + static_cast<std::ptrdiff_t>(last));
+        }
+        break;
+      }
+      case kActions:
+        break;
+    }
+  }
+
+  // Sizes and contents of every inner array, in order.
+  std::uint64_t checksum() const {
+    std::uint64_t h = env_.size();
+    for (const Inner& x : env_) {
+      h = mix(h, x.size());
+      for (const T& v : x)
+        h = mix(h, hash_value(v));
+    }
+    return h;
+  }
+  std::uint64_t elements() const {
+    std::uint64_t s = 0;
+    for (const Inner& x : env_)
+      s += x.size();
+    return s;
+  }
+  std::uint64_t arrays() const { return env_.size(); }
+
+ private:
+  V<Inner> env_;
+  std::uint64_t next_value_ = 1;
+};
+
+template <class T>
+using DynArrayOf = reservoir::DynArray<T>;
+template <class T>
+using VectorOf = std::vector<T>;
+template <class T>
+using DequeOf = std::deque<T>;
+
+// Runs I iterations over one environment per element type in Ts (several types: every iteration
+// applies its action to each environment in turn). The action sequence depends only on the seed.
+template <template <class> class V, class... Ts>
+Stats run(std::uint64_t iterations, std::uint64_t seed) {
+  using Clock = std::chrono::steady_clock;
+  Stats s;
+  Rng rng(seed);
+  const auto start = Clock::now();
+  {
+    std::tuple<Environment<V, Ts>...> envs;
+    for (std::uint64_t i = 1; i <= iterations; ++i) {
+      const auto a = static_cast<Action>(rng.uniform(0, kActions - 1));
+      const auto t0 = Clock::now();
+      std::apply([&](auto&... e) { (e.apply(a, i, rng), ...); }, envs);
+      s.seconds[a] += std::chrono::duration<double>(Clock::now() - t0).count();
+      ++s.count[a];
+    }
+    std::apply(
+        [&](const auto&... e) {
+          ((s.checksum = mix(s.checksum, e.checksum()), s.elements += e.elements(),
+            s.arrays += e.arrays()),
+           ...);
+        },
+        envs);
+  }  // destroying the environments is part of the total
+  s.total_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return s;
+}
+
+inline constexpr const char* kTypes[] = {"int", "string", "array10", "heap", "all"};
+inline constexpr const char* kContainers[] = {"dynarray", "vector", "deque"};
+
+// Runs the workload for a container and type named as in kContainers / kTypes; false if a name is
+// unknown.
+template <template <class> class V>
+bool run_type(const std::string& type, std::uint64_t iterations, std::uint64_t seed, Stats* out) {
+  if (type == "int") {
+    *out = run<V, int>(iterations, seed);
+  } else if (type == "string") {
+    *out = run<V, std::string>(iterations, seed);
+  } else if (type == "array10") {
+    *out = run<V, IntArray>(iterations, seed);
+  } else if (type == "heap") {
+    *out = run<V, HeapOwner>(iterations, seed);
+  } else if (type == "all") {
+    *out = run<V, int, std::string, IntArray, HeapOwner>(iterations, seed);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+inline bool run_named(const std::string& container, const std::string& type,
+                      std::uint64_t iterations, std::uint64_t seed, Stats* out) {
+  if (container == "dynarray") return run_type<DynArrayOf>(type, iterations, seed, out);
+  if (container == "vector") return run_type<VectorOf>(type, iterations, seed, out);
+  if (container == "deque") return run_type<DequeOf>(type, iterations, seed, out);
+  return false;
+}
+
+}  // namespace reservoir::bench::mixed
