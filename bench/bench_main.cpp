@@ -6,21 +6,35 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "clock.hpp"
 #include "collatz.hpp"
+#include "context.hpp"
 #include "histogram.hpp"
+#include "json_mini.hpp"
 #include "parse.hpp"
 #include "table_mixed.hpp"
+#include "timeline.hpp"
 #include "workloads.hpp"
+
+#if !defined(_WIN32)
+#include <unistd.h>
+#endif
 
 #ifndef RESERVOIR_BENCH_BUILD_TYPE
 #define RESERVOIR_BENCH_BUILD_TYPE "unknown"
@@ -45,12 +59,14 @@ struct Config {
   std::uint64_t reserve_bytes = 0;  // DynArray reservation; 0 = the library default
   bool prefault = reservoir::ArenaOptions{}.prefault;  // the library's defaults
   bool huge_pages = reservoir::ArenaOptions{}.huge_pages;
-  std::vector<std::string> tables = {"memory",     "throughput", "latency",
-                                     "concurrent", "collatz",    "mixed"};
+  std::vector<std::string> tables = {"memory",  "throughput", "latency", "concurrent",
+                                     "collatz", "mixed",      "timeline"};
   std::vector<std::uint64_t> threads = {1, 2, 4};  // the concurrent table; empty: skip it
   rb::mixed::TableOptions mixed;                   // the mixed table
   std::string json, csv, markdown;
   bool quiet = false;
+  double cell_budget = 60;  // seconds one child may run before it is killed
+  double total_budget = 0;  // seconds for the whole run (0: none); later cells are skipped
   double ns_per_tick = 1.0;
   std::uint64_t overhead_ticks = 0;
 };
@@ -87,11 +103,18 @@ int child_main(int argc, char** argv) {
     return 2;
   }
   const std::string table = argv[2];
+#if !defined(_WIN32)
+  // The cell budget: SIGALRM ends a child that outlives it, the parent reports the timeout.
+  if (const char* budget = std::getenv("RESERVOIR_BENCH_CELL_BUDGET")) {
+    const double seconds = std::strtod(budget, nullptr);
+    if (seconds > 0) alarm(static_cast<unsigned>(std::ceil(seconds)));
+  }
+#endif
   if (std::string_view(argv[3]) == "none") {  // the idle baseline
     std::printf("ok peak=%zu\n", pal::peak_rss());
     return 0;
   }
-  const bool concurrent = table == "concurrent" || table == "collatz";
+  const bool concurrent = table == "concurrent" || table == "collatz" || table == "timeline";
   const auto container = concurrent ? std::optional<rb::Container>(rb::Container::dynarray)
                                     : rb::parse_enum(argv[3], rb::kAllContainers);
   const auto type = rb::parse_enum(argv[4], rb::kAllTypes);
@@ -137,6 +160,9 @@ int child_main(int argc, char** argv) {
         return 2;
       }
       std::printf("ok seconds=%.9g\n", seconds);
+    } else if (table == "timeline") {
+      const std::string samples = rb::timeline_child(argv[3], n, options);
+      std::printf("ok samples=%s\n", samples.c_str());
     } else if (table == "concurrent") {
       const double seconds =
           rb::concurrent_build(argv[3], n, static_cast<unsigned>(batch), options);
@@ -174,10 +200,12 @@ struct Result {
   std::uint64_t size = 0;
   std::uint64_t threads = 0;  // concurrent table only
   std::string status = "ok";
-  std::uint64_t peak_bytes = 0, data_bytes = 0;                   // memory
+  bool unstable = false;                         // max/min across repetitions above kUnstableSpread
+  std::uint64_t peak_bytes = 0, data_bytes = 0;  // memory
   double seconds = 0, seconds_min = 0, seconds_max = 0, eps = 0;  // throughput
   std::vector<double> samples;                                    // throughput
   std::map<std::string, std::uint64_t> latency;                   // latency: min p50 ... d6
+  std::vector<std::array<std::uint64_t, 3>> timeline;  // timeline: elements, rss, peak rss
 };
 
 std::map<std::string, std::string> parse_fields(const std::string& line) {
@@ -192,11 +220,27 @@ std::map<std::string, std::string> parse_fields(const std::string& line) {
   return out;
 }
 
-// Runs one child; returns its "ok ..." fields, or sets status to what went wrong.
+// A cell whose slowest repetition took more than this times its fastest is marked unstable.
+constexpr double kUnstableSpread = 1.5;
+
+using SteadyClock = std::chrono::steady_clock;
+const SteadyClock::time_point g_run_start = SteadyClock::now();
+
+double seconds_since_start() {
+  return std::chrono::duration<double>(SteadyClock::now() - g_run_start).count();
+}
+
+// Runs one child; returns its "ok ..." fields, or sets status to what went wrong. A child that
+// outlives cfg.cell_budget is killed ("timed out after N s"); once cfg.total_budget is spent, no
+// more children start ("skipped: ...").
 std::map<std::string, std::string> run_cell(const Config& cfg, const std::string& table,
                                             const std::string& container, const std::string& type,
                                             std::uint64_t n, std::uint64_t batch,
                                             std::string* status) {
+  if (cfg.total_budget > 0 && seconds_since_start() > cfg.total_budget) {
+    *status = fmt::format("skipped: the run's budget of {:g} s is spent", cfg.total_budget);
+    return {};
+  }
   pal::ProcessResult r;
   const std::vector<std::string> args = {"--child",
                                          table,
@@ -221,6 +265,10 @@ std::map<std::string, std::string> run_cell(const Config& cfg, const std::string
   }
   if (line.rfind("error ", 0) == 0) {
     *status = line.substr(6);
+#if !defined(_WIN32)
+  } else if (r.signal == SIGALRM) {
+    *status = fmt::format("timed out after {:g} s", std::ceil(cfg.cell_budget));
+#endif
   } else if (r.signal) {
     *status = fmt::format("killed by signal {}{}", r.signal,
                           r.signal == 9 ? " (SIGKILL: out of memory?)" : "");
@@ -239,8 +287,8 @@ std::uint64_t estimate_peak(rb::Container c, rb::Type t, std::uint64_t n, std::u
   double factor = 1.0;
   // A growing vector holds old and new buffers while it copies; pmr resources that never free
   // (monotonic, or an arena where the old buffer is not the last block) keep them all: ~2x.
-  if (c == rb::Container::vector || c == rb::Container::pmr_arena ||
-      c == rb::Container::pmr_monotonic) {
+  if (c == rb::Container::vector || c == rb::Container::vector_populate ||
+      c == rb::Container::pmr_arena || c == rb::Container::pmr_monotonic) {
     factor = 3.0;
   }
   if (c == rb::Container::deque) factor = 1.1;
@@ -326,6 +374,7 @@ void summarize(Result& r, std::uint64_t n) {
   r.seconds_min = s.front();
   r.seconds_max = s.back();
   r.eps = r.seconds > 0 ? static_cast<double>(n) / r.seconds : 0;
+  r.unstable = s.size() > 1 && r.seconds_min > 0 && r.seconds_max / r.seconds_min > kUnstableSpread;
 }
 
 void run_throughput(const Config& cfg, std::vector<Result>& out) {
@@ -403,6 +452,40 @@ void run_concurrent(const Config& cfg, const char* table, std::vector<Result>& o
   progress.done();
 }
 
+// The memory timeline's size: the largest requested size, at most 1e7 (the figure's shape shows
+// at any size; 1e7 ints keep it under a second per contender).
+std::uint64_t timeline_size(const Config& cfg) {
+  return std::min<std::uint64_t>(*std::max_element(cfg.sizes.begin(), cfg.sizes.end()), 10'000'000);
+}
+
+void run_timeline(const Config& cfg, std::vector<Result>& out) {
+  Progress progress(!cfg.quiet);
+  const std::uint64_t n = timeline_size(cfg);
+  for (const char* c : rb::kTimelineContainers) {
+    Result r("timeline", c, "int", n);
+    if (std::string why = skip_reason(rb::Container::vector, rb::Type::int_, n, cfg.granule);
+        !why.empty()) {
+      r.status = why;
+    } else {
+      progress.show(fmt::format("timeline: {} {}", rb::format_count(n), c));
+      auto f = run_cell(cfg, "timeline", c, "int", n, 1, &r.status);
+      if (r.status == "ok") {
+        std::stringstream in(f["samples"]);
+        std::string item;
+        while (std::getline(in, item, ',')) {
+          std::array<std::uint64_t, 3> s{};
+          if (std::sscanf(item.c_str(), "%" SCNu64 ":%" SCNu64 ":%" SCNu64, &s[0], &s[1], &s[2]) ==
+              3) {
+            r.timeline.push_back(s);
+          }
+        }
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  progress.done();
+}
+
 void run_latency(const Config& cfg, std::vector<Result>& out) {
   Progress progress(!cfg.quiet);
   for (rb::Type t : cfg.types) {
@@ -454,6 +537,17 @@ std::string speed_ratio(double base, double mine) {
   if (base <= 0 || mine <= 0) return "-";
   const double x = base / mine;
   return x >= 1 ? fmt::format("{:.2f}x faster", x) : fmt::format("{:.2f}x slower", 1 / x);
+}
+
+// The ratio of two timed cells, "-" when either has no time, and "?" appended when either is
+// unstable: no ratio is printed against a shaky baseline without saying so.
+std::string speed_ratio(const Result* base, const Result& mine) {
+  if (!base || base == &mine || base->status != "ok" || mine.status != "ok") return "-";
+  return speed_ratio(base->seconds, mine.seconds) + (base->unstable || mine.unstable ? " ?" : "");
+}
+double ratio_value(const Result* base, const Result& mine) {
+  if (!base || base->status != "ok" || mine.status != "ok" || mine.seconds <= 0) return 0;
+  return base->seconds / mine.seconds;
 }
 
 struct Context {
@@ -518,6 +612,22 @@ Context make_context(const Config& cfg, std::uint64_t idle) {
       fmt::format("{:.1f}", static_cast<double>(cfg.overhead_ticks) * cfg.ns_per_tick));
   add("idle_peak_bytes", std::to_string(idle));
   add("available_memory_bytes", std::to_string(pal::available_memory()));
+  add("transparent_huge_pages", rb::thp_mode());
+  add("overcommit_memory", rb::overcommit_mode());
+  add("hypervisor", rb::hypervisor_present());
+  // Best of three: the cost of the fault itself, not of whatever else the machine was doing.
+  static const char* kFaultKinds[] = {"fault_ns_per_page_rw_mmap", "fault_ns_per_page_mprotect",
+                                      "fault_ns_per_page_populate"};
+  for (int kind = 0; kind < 3; ++kind) {
+    double best = 0;
+    for (int i = 0; i < 3; ++i) {
+      const double ns = rb::first_touch_ns_per_page(kind);
+      if (ns > 0 && (best == 0 || ns < best)) best = ns;
+    }
+    add(kFaultKinds[kind], fmt::format("{:.0f}", best));
+  }
+  add("unstable_spread", fmt::format("{:g}", kUnstableSpread));
+  add("cell_budget_seconds", fmt::format("{:g}", cfg.cell_budget));
   return ctx;
 }
 
@@ -532,7 +642,7 @@ bool is_debug_build() {
 void print_header(const Context& ctx) {
   fmt::print("reservoir-bench\n");
   for (const auto& [k, v] : ctx.fields)
-    fmt::print("  {:<24} {}\n", k, v);
+    fmt::print("  {:<27} {}\n", k, v);
   if (is_debug_build()) {
     fmt::print(
         "\n  !!! WARNING: this is a DEBUG build. Its timings are meaningless; build with\n"
@@ -574,30 +684,33 @@ void print_throughput(const Config& cfg, const std::vector<Result>& rs) {
   fmt::print(
       "2. Throughput: time to construct and fill (median of {} interleaved reps; min..max)\n\n",
       cfg.reps);
-  fmt::print("{:<11}{:>6}  {:<15}{:>11}  {:>21}  {:>12}  {:>14}\n", "type", "size", "container",
-             "median", "min..max", "Melem/s", "vs vector");
+  fmt::print("{:<11}{:>6}  {:<16}{:>11}  {:>21}  {:>10}  {:>16}  {:>16}\n", "type", "size",
+             "container", "median", "min..max", "Melem/s", "vs vector", "vs populated");
   for (auto t : cfg.types) {
     for (auto n : cfg.sizes) {
       const Result* base = find(rs, "throughput", "vector", rb::name(t), n);
+      const Result* populated = find(rs, "throughput", "vector_populate", rb::name(t), n);
       for (auto c : cfg.containers) {
         const Result* r = find(rs, "throughput", rb::name(c), rb::name(t), n);
         if (!r) continue;
         if (r->status != "ok") {
-          fmt::print("{:<11}{:>6}  {:<15}{}\n", r->type, rb::format_count(n), r->container,
+          fmt::print("{:<11}{:>6}  {:<16}{}\n", r->type, rb::format_count(n), r->container,
                      r->status);
           continue;
         }
-        fmt::print("{:<11}{:>6}  {:<15}{:>11}  {:>21}  {:>12.1f}  {:>14}\n", r->type,
+        fmt::print("{:<11}{:>6}  {:<16}{:>11}  {:>21}  {:>10.1f}  {:>16}  {:>16}\n", r->type,
                    rb::format_count(n), r->container, format_seconds(r->seconds),
-                   format_seconds(r->seconds_min) + ".." + format_seconds(r->seconds_max),
-                   r->eps / 1e6,
-                   c == rb::Container::vector || !base || base->status != "ok"
-                       ? std::string("-")
-                       : speed_ratio(base->seconds, r->seconds));
+                   format_seconds(r->seconds_min) + ".." + format_seconds(r->seconds_max) +
+                       (r->unstable ? " ?" : ""),
+                   r->eps / 1e6, speed_ratio(base, *r), speed_ratio(populated, *r));
       }
     }
   }
-  fmt::print("\n");
+  fmt::print(
+      "\n   vs populated: against std::vector whose buffers are populated when allocated; floor: "
+      "one\n   populated buffer of the final size filled by a loop. ? = unstable: max/min of the "
+      "reps > {:g}\n\n",
+      kUnstableSpread);
 }
 
 void print_latency(const Config& cfg, const std::vector<Result>& rs) {
@@ -643,6 +756,37 @@ void print_latency(const Config& cfg, const std::vector<Result>& rs) {
   fmt::print("\n");
 }
 
+void print_timeline(const Config& cfg, const std::vector<Result>& rs) {
+  fmt::print(
+      "6. Memory timeline: resident set while one array of {} ints grows (current / peak,\n"
+      "   above the child's start; all samples in the JSON, figure: scripts/plot_bench.py)\n\n",
+      rb::format_count(timeline_size(cfg)));
+  fmt::print("{:<16}", "container");
+  for (int q = 1; q <= 4; ++q)
+    fmt::print("{:>24}", fmt::format("at {}%", q * 25));
+  fmt::print("\n");
+  for (const Result& r : rs) {
+    if (r.table != "timeline") continue;
+    fmt::print("{:<16}", r.container);
+    if (r.status != "ok" || r.timeline.size() < 2) {
+      fmt::print("{}\n", r.status);
+      continue;
+    }
+    const auto& start = r.timeline.front();
+    for (int q = 1; q <= 4; ++q) {
+      const std::uint64_t want = r.size * static_cast<std::uint64_t>(q) / 4;
+      auto it = std::find_if(r.timeline.begin(), r.timeline.end(),
+                             [&](const auto& s) { return s[0] >= want; });
+      if (it == r.timeline.end()) it = std::prev(r.timeline.end());
+      auto above = [&](std::uint64_t v, std::uint64_t base) { return v > base ? v - base : 0; };
+      fmt::print("{:>24}", format_bytes(above((*it)[1], start[1])) + " / " +
+                               format_bytes(above((*it)[2], start[2])));
+    }
+    fmt::print("\n");
+  }
+  fmt::print("\n");
+}
+
 void print_concurrent(const Config& cfg, const char* table, const std::vector<Result>& rs) {
   const bool collatz_table = std::string_view(table) == "collatz";
   const char* base_name = collatz_table ? "vector_shared_mutex" : "vector_mutex";
@@ -676,7 +820,7 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
     fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
                format_seconds(r.seconds),
                format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max), r.eps / 1e6,
-               base && base != &r ? speed_ratio(base->seconds, r.seconds) : std::string("-"),
+               speed_ratio(base, r),
                single ? fmt::format("{:.2f}x", single->seconds / r.seconds) : std::string("-"));
   }
   fmt::print("\n");
@@ -742,12 +886,27 @@ void write_json(const std::string& path, const Context& ctx, const std::vector<R
     if (r.status == "ok") {
       if (r.table == "memory") {
         f << ", \"peak_bytes\": " << r.peak_bytes << ", \"data_bytes\": " << r.data_bytes;
+      } else if (r.table == "timeline") {
+        f << ", \"timeline\": [";
+        for (std::size_t s = 0; s < r.timeline.size(); ++s) {
+          f << (s ? ", [" : "[") << r.timeline[s][0] << ", " << r.timeline[s][1] << ", "
+            << r.timeline[s][2] << "]";
+        }
+        f << "]";
       } else if (r.table == "throughput" || r.table == "concurrent" || r.table == "collatz") {
         if (r.table != "throughput") f << ", \"threads\": " << r.threads;
         f << ", \"seconds\": " << json_number(r.seconds)
           << ", \"seconds_min\": " << json_number(r.seconds_min)
           << ", \"seconds_max\": " << json_number(r.seconds_max)
-          << ", \"elements_per_second\": " << json_number(r.eps) << ", \"samples\": [";
+          << ", \"elements_per_second\": " << json_number(r.eps)
+          << ", \"unstable\": " << (r.unstable ? "true" : "false");
+        if (r.table == "throughput") {
+          const Result* base = find(rs, "throughput", "vector", r.type, r.size);
+          const Result* pop = find(rs, "throughput", "vector_populate", r.type, r.size);
+          f << ", \"vs_vector\": " << json_number(ratio_value(base, r))
+            << ", \"vs_vector_populate\": " << json_number(ratio_value(pop, r));
+        }
+        f << ", \"samples\": [";
         for (std::size_t s = 0; s < r.samples.size(); ++s) {
           f << (s ? ", " : "") << json_number(r.samples[s]);
         }
@@ -839,10 +998,7 @@ void write_markdown(const std::string& path, const Config& cfg, const Context& c
     }
     f << format_seconds(r.seconds) << " | " << format_seconds(r.seconds_min) << ".."
       << format_seconds(r.seconds_max) << " | " << fmt::format("{:.1f}", r.eps / 1e6) << " | "
-      << (r.container != "vector" && base && base->status == "ok"
-              ? speed_ratio(base->seconds, r.seconds)
-              : "-")
-      << " |\n";
+      << (r.container != "vector" ? speed_ratio(base, r) : "-") << " |\n";
   }
   f << "\n## Concurrent appends (ints, median)\n\n| threads | container | size | median | Melem/s "
        "|\n"
@@ -890,10 +1046,129 @@ std::vector<E> parse_names(const std::string& list, const E (&all)[N], const cha
   return out;
 }
 
+// ---- compare
+// -----------------------------------------------------------------------------------
+//   reservoir-bench compare BASE.json NEW.json [--threshold PCT]
+// Every timed cell's ratio to its table's baseline (std::vector; vector_mutex, vector_shared_mutex
+// for tables 4 and 5) and every memory cell's peak relative to std::vector's, in both files; the
+// change of that ratio, so runs on different machines compare. Exit 1 if a stable cell got worse
+// by more than PCT percent, 2 on bad input, 0 otherwise.
+
+struct CompareCell {
+  double ratio = 0;  // > 1: better than the baseline (speed), or peak / vector's peak (memory)
+  bool unstable = false;
+};
+
+using CellKey = std::tuple<std::string, std::string, std::string, double, double>;
+
+std::map<CellKey, CompareCell> compare_cells(const rb::json::Value& doc) {
+  std::map<CellKey, CompareCell> out;
+  const auto& results = doc["results"].arr;
+  auto key_of = [](const rb::json::Value& r, const std::string& container) {
+    return CellKey{r["table"].str, container, r["type"].str, r["size"].num,
+                   r.has("threads") ? r["threads"].num : 0.0};
+  };
+  std::map<CellKey, const rb::json::Value*> by_key;
+  for (const auto& r : results) {
+    if (r["status"].str == "ok") by_key[key_of(r, r["container"].str)] = &r;
+  }
+  for (const auto& [key, r] : by_key) {
+    const std::string& table = std::get<0>(key);
+    if (table == "latency") continue;
+    const std::string base_name = table == "concurrent" ? "vector_mutex"
+                                  : table == "collatz"  ? "vector_shared_mutex"
+                                                        : "vector";
+    if (std::get<1>(key) == base_name) continue;
+    auto bk = key;
+    std::get<1>(bk) = base_name;
+    const auto b = by_key.find(bk);
+    if (b == by_key.end()) continue;
+    const rb::json::Value& base = *b->second;
+    CompareCell c;
+    if (table == "memory") {
+      if (base["peak_bytes"].num <= 0) continue;
+      c.ratio = (*r)["peak_bytes"].num / base["peak_bytes"].num;
+    } else {
+      if ((*r)["seconds"].num <= 0) continue;
+      c.ratio = base["seconds"].num / (*r)["seconds"].num;
+      c.unstable = (r->has("unstable") && (*r)["unstable"].b) ||
+                   (base.has("unstable") && base["unstable"].b);
+    }
+    out[key] = c;
+  }
+  return out;
+}
+
+int compare_main(int argc, char** argv) {
+  CLI::App app{"reservoir-bench compare: each cell's change in its ratio to std::vector",
+               "reservoir-bench compare"};
+  std::string base_file, new_file;
+  double threshold = 10;
+  app.add_option("BASE", base_file, "JSON written by reservoir-bench --json")->required();
+  app.add_option("NEW", new_file, "JSON written by reservoir-bench --json")->required();
+  app.add_option("--threshold", threshold, "Percent a ratio may worsen before it counts")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  try {
+    app.parse(argc - 1, argv + 1);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  std::map<CellKey, CompareCell> cells[2];
+  const std::string* files[2] = {&base_file, &new_file};
+  for (int i = 0; i < 2; ++i) {
+    std::ifstream in(*files[i]);
+    if (!in) {
+      std::fprintf(stderr, "reservoir-bench compare: cannot read %s\n", files[i]->c_str());
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      cells[i] = compare_cells(rb::json::parse(text.str()));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "reservoir-bench compare: %s: not a reservoir-bench JSON file (%s)\n",
+                   files[i]->c_str(), e.what());
+      return 2;
+    }
+  }
+  fmt::print("{:<11}{:<11}{:>6}{:>4}  {:<22}{:>10}{:>10}{:>10}\n", "table", "type", "size", "T",
+             "container", "base", "new", "change");
+  int regressions = 0, compared = 0;
+  for (const auto& [key, nc] : cells[1]) {
+    const auto bc = cells[0].find(key);
+    if (bc == cells[0].end()) continue;
+    const auto& [table, container, type, size, threads] = key;
+    const bool memory = table == "memory";
+    // Positive change: better. Memory ratios are better when smaller.
+    const double change =
+        memory ? (bc->second.ratio / nc.ratio - 1) * 100 : (nc.ratio / bc->second.ratio - 1) * 100;
+    const bool unstable = nc.unstable || bc->second.unstable;
+    const bool worse = change < -threshold;
+    if (worse && !unstable) ++regressions;
+    ++compared;
+    fmt::print("{:<11}{:<11}{:>6}{:>4}  {:<22}{:>10.3f}{:>10.3f}{:>+9.1f}%{}\n", table, type,
+               rb::format_count(static_cast<std::uint64_t>(size)),
+               threads > 0 ? fmt::format("{:g}", threads) : std::string("-"), container,
+               bc->second.ratio, nc.ratio, change,
+               worse ? (unstable ? "  worse (unstable: not counted)" : "  REGRESSED")
+                     : (unstable ? "  ?" : ""));
+  }
+  if (compared == 0) {
+    std::fprintf(stderr, "reservoir-bench compare: the two files have no cell in common\n");
+    return 2;
+  }
+  fmt::print("\n{} cells compared, {} regressed by more than {:g}%\n", compared, regressions,
+             threshold);
+  return regressions > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "--child") return child_main(argc, argv);
+  if (argc > 1 && std::string_view(argv[1]) == "compare") return compare_main(argc, argv);
   if (argc > 1 && std::string_view(argv[1]) == "--child-mixed") {
     return rb::mixed::child_main(argc, argv);
   }
@@ -901,14 +1176,18 @@ int main(int argc, char** argv) {
   CLI::App app{
       "reservoir-bench: peak memory, throughput and append latency of reservoir::DynArray "
       "against std::vector, std::vector with reserve, and std::deque.\nRun without "
-      "arguments for the quick tour (about a minute on 2 cores)."};
+      "arguments for the quick tour (about a minute on 2 cores).\n"
+      "reservoir-bench compare BASE.json NEW.json [--threshold PCT]: each cell's change in its "
+      "ratio to std::vector; exit 1 on a regression."};
   Config cfg;
-  std::string sizes = "1e3,1e6,1e7", containers = "dynarray,vector,vector_reserve,deque",
+  std::string sizes = "1e3,1e6,1e7",
+              containers = "dynarray,vector,vector_reserve,deque,vector_populate,floor",
               types = "int,unique_ptr,string", granule = "64K", max_step = "2M", reserve, only;
   app.add_option("--sizes", sizes, "Element counts, e.g. 1e3,1e6,1e9 or 1K,1M,1G")
       ->capture_default_str();
   app.add_option("--containers", containers,
-                 "Contenders: dynarray,vector,vector_reserve,deque (also: pmr_arena,pmr_monotonic)")
+                 "Contenders: dynarray,vector,vector_reserve,deque,vector_populate,floor (also: "
+                 "pmr_arena,pmr_monotonic)")
       ->capture_default_str();
   app.add_option("--types", types, "Element types: int,unique_ptr,string")->capture_default_str();
   app.add_option("--reps", cfg.reps, "Throughput repetitions per cell (median reported)")
@@ -931,8 +1210,16 @@ int main(int argc, char** argv) {
   bool pin = false;
   app.add_flag("--pin", pin, "Concurrent table: pin thread t to CPU t (Linux; elsewhere ignored)");
   app.add_option("--only", only,
-                 "Run one table: memory, throughput, latency, concurrent, collatz or mixed")
-      ->check(CLI::IsMember({"memory", "throughput", "latency", "concurrent", "collatz", "mixed"}));
+                 "Tables to run, e.g. latency,memory (memory, throughput, latency, concurrent, "
+                 "collatz, mixed, timeline)");
+  app.add_option("--cell-budget", cfg.cell_budget,
+                 "Seconds one cell's child may run before it is killed (POSIX)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--budget", cfg.total_budget,
+                 "Seconds for the whole run; cells after it are skipped (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e7));
   std::string mixed_iterations = "100";
   app.add_option("--mixed-iterations", mixed_iterations,
                  "Mixed table: iteration counts, e.g. 300 or 1000,3000")
@@ -965,7 +1252,20 @@ int main(int argc, char** argv) {
     cfg.granule = rb::parse_bytes(granule);
     cfg.max_step = rb::parse_bytes(max_step);
     if (!reserve.empty()) cfg.reserve_bytes = rb::parse_bytes(reserve);
-    if (!only.empty()) cfg.tables = {only};
+    if (!only.empty()) {
+      const std::vector<std::string> known = cfg.tables;
+      cfg.tables.clear();
+      std::stringstream in(only);
+      std::string item;
+      while (std::getline(in, item, ',')) {
+        if (std::find(known.begin(), known.end(), item) == known.end()) {
+          throw std::invalid_argument("--only: unknown table '" + item +
+                                      "' (known: memory, throughput, latency, concurrent, "
+                                      "collatz, mixed, timeline)");
+        }
+        cfg.tables.push_back(item);
+      }
+    }
     if (pin) rb::request_pinning();  // inherited by the cells' child processes
     cfg.threads.clear();
     if (!threads.empty() && threads != "0") {
@@ -992,6 +1292,10 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+#if !defined(_WIN32)
+  // Read by every child (child_main): the cell budget.
+  setenv("RESERVOIR_BENCH_CELL_BUDGET", fmt::format("{:g}", cfg.cell_budget).c_str(), 1);
+#endif
   cfg.ns_per_tick = rb::TickClock::calibrate();
   cfg.overhead_ticks = rb::TickClock::overhead_ticks();
   const std::uint64_t idle = idle_peak(cfg);
@@ -1020,6 +1324,10 @@ int main(int argc, char** argv) {
       run_concurrent(cfg, table, results);
       if (!cfg.quiet) print_concurrent(cfg, table, results);
     }
+  }
+  if (wanted("timeline")) {
+    run_timeline(cfg, results);
+    if (!cfg.quiet) print_timeline(cfg, results);
   }
   for (const Result& r : results) {
     if (r.status != "ok" && !cfg.quiet) {

@@ -31,19 +31,31 @@
 #endif
 #include <reservoir/reservoir.hpp>
 
+#include "baselines.hpp"
 #include "clock.hpp"
 #include "histogram.hpp"
 
 namespace reservoir::bench {
 
 // pmr_arena / pmr_monotonic: std::pmr::vector<T> on reservoir::ArenaResource or on
-// std::pmr::monotonic_buffer_resource (opt-in, not in the default tour).
-enum class Container { dynarray, vector, vector_reserve, deque, pmr_arena, pmr_monotonic };
+// std::pmr::monotonic_buffer_resource (opt-in, not in the default tour). vector_populate:
+// std::vector whose buffers are populated mappings; floor: one populated buffer of the final size
+// filled by a loop (both in baselines.hpp).
+enum class Container {
+  dynarray,
+  vector,
+  vector_reserve,
+  deque,
+  pmr_arena,
+  pmr_monotonic,
+  vector_populate,
+  floor
+};
 enum class Type { int_, unique_ptr, string };
 
-inline constexpr Container kAllContainers[] = {Container::dynarray,       Container::vector,
-                                               Container::vector_reserve, Container::deque,
-                                               Container::pmr_arena,      Container::pmr_monotonic};
+inline constexpr Container kAllContainers[] = {
+    Container::dynarray,  Container::vector,        Container::vector_reserve,  Container::deque,
+    Container::pmr_arena, Container::pmr_monotonic, Container::vector_populate, Container::floor};
 inline constexpr Type kAllTypes[] = {Type::int_, Type::unique_ptr, Type::string};
 
 inline const char* name(Container c) {
@@ -60,6 +72,10 @@ inline const char* name(Container c) {
       return "pmr_arena";
     case Container::pmr_monotonic:
       return "pmr_monotonic";
+    case Container::vector_populate:
+      return "vector_populate";
+    case Container::floor:
+      return "floor";
   }
   return "?";
 }
@@ -185,6 +201,12 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
     case Container::deque:
       return timed_build<T, std::deque<T>>(
           n, [] { return std::deque<T>(); }, rec);
+    case Container::vector_populate:
+      return timed_build<T, std::vector<T, PopulatingAllocator<T>>>(
+          n, [] { return std::vector<T, PopulatingAllocator<T>>(); }, rec);
+    case Container::floor:
+      return timed_build<T, FloorBuffer<T>>(
+          n, [n] { return FloorBuffer<T>(static_cast<std::size_t>(n)); }, rec);
 #if RESERVOIR_HAS_ARENA_RESOURCE
     case Container::pmr_arena: {
       ArenaResource resource(reserve_bytes ? reserve_bytes : kDefaultReserveBytes, options);

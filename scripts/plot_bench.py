@@ -4,8 +4,9 @@
     scripts/plot_bench.py RESULTS.json [OUT_DIR]     (default OUT_DIR: docs)
 
 Writes OUT_DIR/throughput.png (elements per second vs size), OUT_DIR/memory.png (peak memory vs
-size) and OUT_DIR/latency.png (the append-latency percentile curve of each container at the
-largest measured size). Needs python3-matplotlib (scripts/install-deps.sh plot).
+size), OUT_DIR/latency.png (the append-latency percentile curve of each container at the
+largest measured size) and OUT_DIR/timeline.png (resident and peak memory while one array grows:
+std::vector's 2x steps at each reallocation, DynArray following the data). Needs python3-matplotlib (scripts/install-deps.sh plot).
 """
 import json
 import os
@@ -16,7 +17,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-COLORS = {"dynarray": "#1b9e77", "vector": "#d95f02", "vector_reserve": "#7570b3", "deque": "#e7298a"}
+COLORS = {"dynarray": "#1b9e77", "vector": "#d95f02", "vector_reserve": "#7570b3", "deque": "#e7298a",
+          "vector_populate": "#66a61e", "floor": "#666666"}
 
 
 def load(path):
@@ -89,6 +91,33 @@ def latency_figure(results, ctx, path):
     plt.close(fig)
 
 
+def timeline_figure(results, ctx, path):
+    rows = [r for r in results if r["table"] == "timeline" and r.get("timeline")]
+    if not rows:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    mib = 1024.0 * 1024.0
+    for r in sorted(rows, key=lambda r: r["container"]):
+        s = r["timeline"]
+        rss0, peak0 = s[0][1], s[0][2]
+        xs = [e for e, _, _ in s]
+        color = COLORS.get(r["container"])
+        ax.plot(xs, [max(p - peak0, 0) / mib for _, _, p in s], color=color, label=f'{r["container"]} peak')
+        ax.plot(xs, [max(c - rss0, 0) / mib for _, c, _ in s], color=color, linestyle=":",
+                label=f'{r["container"]} resident')
+    data = rows[0]["size"]
+    ax.plot([0, data], [0, data * 4 / mib], color="black", linewidth=0.8, alpha=0.5, label="data (4 B/int)")
+    ax.set_xlabel("elements appended")
+    ax.set_ylabel("MiB above the child's start")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.suptitle(f"Memory while one array of {data:.0e} ints grows\n{subtitle(ctx)}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -103,7 +132,10 @@ def main():
                     lambda r: max(r["peak_bytes"], 1), "Peak memory while building", ctx,
                     os.path.join(out, "memory.png"))
     latency_figure(results, ctx, os.path.join(out, "latency.png"))
-    print(f"wrote {out}/throughput.png, {out}/memory.png, {out}/latency.png")
+    wrote = ["throughput.png", "memory.png", "latency.png"]
+    if timeline_figure(results, ctx, os.path.join(out, "timeline.png")):
+        wrote.append("timeline.png")
+    print("wrote " + ", ".join(f"{out}/{w}" for w in wrote))
     return 0
 
 

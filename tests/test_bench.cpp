@@ -195,14 +195,18 @@ TEST_SUITE("bench_smoke") {
     REQUIRE(in.good());
     std::stringstream text;
     text << in.rdbuf();
-    const auto doc = test::json::parse(text.str());
-    for (const char* key : {"os", "cpu", "page_size", "allocation_granularity", "compiler",
-                            "build_type", "commit_granule", "clock_overhead_ns"}) {
+    const auto doc = rb::json::parse(text.str());
+    for (const char* key :
+         {"os", "cpu", "page_size", "allocation_granularity", "compiler", "build_type",
+          "commit_granule", "clock_overhead_ns", "transparent_huge_pages", "overcommit_memory",
+          "hypervisor", "fault_ns_per_page_rw_mmap", "fault_ns_per_page_mprotect",
+          "fault_ns_per_page_populate", "unstable_spread", "cell_budget_seconds"}) {
       CAPTURE(key);
       CHECK(doc["context"].has(key));
     }
     std::set<std::tuple<std::string, std::string, std::string, double>> cells;
     int threaded_cells = 0;
+    int timeline_cells = 0;
     std::set<std::string> concurrent_containers;         // 3, or 4 with tbb::concurrent_vector
     std::map<std::string, std::string> mixed_checksums;  // type -> the final contents' checksum
     int mixed_cells = 0;
@@ -254,8 +258,29 @@ TEST_SUITE("bench_smoke") {
         CHECK(res["seconds"].num <= res["seconds_max"].num);
         CHECK(res["elements_per_second"].num > 0);
         CHECK(res["samples"].arr.size() == 2);
+        CHECK(res["unstable"].kind == rb::json::Value::Kind::boolean);
+        if (table == "throughput") {
+          // Both ratios: 1 for the baseline itself, positive for every other contender.
+          const double vs_vector = res["vs_vector"].num;
+          const double vs_populated = res["vs_vector_populate"].num;
+          CHECK(vs_vector > 0);
+          CHECK(vs_populated > 0);
+          if (res["container"].str == "vector") CHECK(vs_vector == 1.0);
+          if (res["container"].str == "vector_populate") CHECK(vs_populated == 1.0);
+        }
         if (table != "throughput") ++threaded_cells;
         if (table == "concurrent") concurrent_containers.insert(res["container"].str);
+      } else if (table == "timeline") {
+        // Samples from 0 to the size, elements increasing, each peak at least the current RSS.
+        const auto& samples = res["timeline"].arr;
+        REQUIRE(samples.size() >= 100);
+        CHECK(samples.front().arr[0].num == 0);
+        CHECK(samples.back().arr[0].num == res["size"].num);
+        for (std::size_t i = 1; i < samples.size(); ++i) {
+          CHECK(samples[i].arr[0].num > samples[i - 1].arr[0].num);
+          CHECK(samples[i].arr[2].num >= samples[i].arr[1].num);
+        }
+        ++timeline_cells;
       } else {
         REQUIRE(table == "latency");
         const auto& l = res["latency_ns"];
@@ -272,11 +297,14 @@ TEST_SUITE("bench_smoke") {
         CHECK(res["appends"].num >= res["size"].num);
       }
     }
-    // memory, throughput, latency: 4 containers x 3 types x 2 sizes each; then the concurrent
-    // contenders and the 2 Collatz ones (cells differ by thread count: counted by name here).
+    // memory, throughput, latency: 6 containers (with the vector_populate and floor baselines)
+    // x 3 types x 2 sizes each; then the concurrent contenders and the 2 Collatz ones (cells
+    // differ by thread count: counted by name here).
     const int nc = static_cast<int>(concurrent_containers.size());
     CHECK(nc >= 3);
-    CHECK(cells.size() == static_cast<std::size_t>(3 * 4 * 3 * 2 + nc + 2));
+    // The timeline: dynarray, vector, vector_reserve at the largest size.
+    CHECK(timeline_cells == 3);
+    CHECK(cells.size() == static_cast<std::size_t>(3 * 6 * 3 * 2 + nc + 2 + 3));
     CHECK(threaded_cells == nc * 2 + 2 * 2);  // x 2 thread counts
     CHECK(mixed_cells == 3 * 5);              // 3 containers x 5 types
     CHECK(r.output.find("Mixed workload") != std::string::npos);
@@ -286,11 +314,101 @@ TEST_SUITE("bench_smoke") {
     for (std::vector<std::string> args : {std::vector<std::string>{"--sizes", "lots"},
                                           {"--containers", "list"},
                                           {"--only", "speed"},
+                                          {"--only", "memory,speed"},
+                                          {"--cell-budget", "0"},
                                           {"--granule", "1000"}}) {
       pal::ProcessResult r;
       REQUIRE_FALSE(pal::run_process(bench_path(), args, &r));
       CHECK(r.exited);
       CHECK(r.exit_code != 0);
     }
+  }
+}
+
+namespace {
+
+// A reservoir-bench JSON file with one throughput cell per container at 1e6 ints (seconds as
+// given), a memory cell pair, and a concurrent pair.
+std::string write_bench_json(const std::string& path, double vector_s, double dynarray_s,
+                             bool dynarray_unstable = false, double dynarray_peak = 4.1e6) {
+  std::ofstream f(path);
+  f << "{\"context\": {\"os\": \"test\"}, \"results\": [\n"
+    << "{\"table\": \"throughput\", \"container\": \"vector\", \"type\": \"int\", "
+       "\"size\": 1000000, \"status\": \"ok\", \"seconds\": "
+    << vector_s << ", \"unstable\": false},\n"
+    << "{\"table\": \"throughput\", \"container\": \"dynarray\", \"type\": \"int\", "
+       "\"size\": 1000000, \"status\": \"ok\", \"seconds\": "
+    << dynarray_s << ", \"unstable\": " << (dynarray_unstable ? "true" : "false") << "},\n"
+    << "{\"table\": \"throughput\", \"container\": \"deque\", \"type\": \"int\", "
+       "\"size\": 1000000, \"status\": \"timed out after 60 s\"},\n"
+    << "{\"table\": \"memory\", \"container\": \"vector\", \"type\": \"int\", "
+       "\"size\": 1000000, \"status\": \"ok\", \"peak_bytes\": 8000000},\n"
+    << "{\"table\": \"memory\", \"container\": \"dynarray\", \"type\": \"int\", "
+       "\"size\": 1000000, \"status\": \"ok\", \"peak_bytes\": "
+    << dynarray_peak << "},\n"
+    << "{\"table\": \"concurrent\", \"container\": \"vector_mutex\", \"type\": \"int\", "
+       "\"size\": 1000000, \"threads\": 2, \"status\": \"ok\", \"seconds\": 0.2, "
+       "\"unstable\": false},\n"
+    << "{\"table\": \"concurrent\", \"container\": \"concurrent_dynarray\", \"type\": "
+       "\"int\", \"size\": 1000000, \"threads\": 2, \"status\": \"ok\", \"seconds\": 0.1, "
+       "\"unstable\": false}\n"
+    << "]}\n";
+  return path;
+}
+
+pal::ProcessResult run_compare(std::vector<std::string> args) {
+  args.insert(args.begin(), "compare");
+  pal::ProcessResult r;
+  REQUIRE_FALSE(pal::run_process(bench_path(), args, &r));
+  REQUIRE(r.exited);
+  return r;
+}
+
+}  // namespace
+
+TEST_SUITE("bench") {
+  TEST_CASE("reservoir-bench compare: exit 0 when no cell's ratio worsened beyond the threshold") {
+    // Twice as slow on a machine twice as slow: the ratio to std::vector is unchanged.
+    const auto base = write_bench_json("compare_base.json", 0.2, 0.05);
+    const auto same = write_bench_json("compare_same.json", 0.4, 0.1);
+    const auto r = run_compare({base, same});
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("dynarray") != std::string::npos);
+    CHECK(r.output.find("concurrent_dynarray") != std::string::npos);
+    CHECK(r.output.find("3 cells compared, 0 regressed") != std::string::npos);
+  }
+
+  TEST_CASE("reservoir-bench compare: exit 1 on a regression, 0 under a looser threshold") {
+    const auto base = write_bench_json("compare_base.json", 0.2, 0.05);    // 4x faster
+    const auto slow = write_bench_json("compare_slow.json", 0.2, 0.0625);  // 3.2x: -20%
+    auto r = run_compare({base, slow});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("REGRESSED") != std::string::npos);
+    CHECK(r.output.find("-20.0%") != std::string::npos);
+    r = run_compare({base, slow, "--threshold", "25"});
+    CHECK(r.exit_code == 0);
+    // Memory: a peak 20% larger relative to std::vector's is a regression too.
+    const auto fat = write_bench_json("compare_fat.json", 0.2, 0.05, false, 4.1e6 * 1.25);
+    r = run_compare({base, fat});
+    CHECK(r.exit_code == 1);
+    // A regression in an unstable cell is shown, not counted.
+    const auto shaky = write_bench_json("compare_shaky.json", 0.2, 0.0625, true);
+    r = run_compare({base, shaky});
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("unstable: not counted") != std::string::npos);
+  }
+
+  TEST_CASE("reservoir-bench compare: exit 2 on bad input") {
+    const auto base = write_bench_json("compare_base.json", 0.2, 0.05);
+    {
+      std::ofstream f("compare_bad.json");
+      f << "{\"results\": [ not json";
+    }
+    CHECK(run_compare({base, "compare_bad.json"}).exit_code == 2);
+    CHECK(run_compare({base, "compare_missing_file.json"}).exit_code == 2);
+    CHECK(run_compare({base}).exit_code == 2);
+    CHECK(run_compare({base, base, "--threshold", "x"}).exit_code == 2);
   }
 }

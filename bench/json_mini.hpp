@@ -1,4 +1,5 @@
-// A minimal JSON reader for tests (objects, arrays, strings, numbers, true/false/null).
+// A minimal JSON reader (objects, arrays, strings, numbers, true/false/null): the bench's
+// compare command reads its own files with it, and the tests check them with it.
 #pragma once
 
 #include <cstdlib>
@@ -8,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace test::json {
+namespace reservoir::bench::json {
 
 struct Value {
   enum class Kind { null, boolean, number, string, array, object } kind = Kind::null;
@@ -128,4 +129,4 @@ inline Value parse(const std::string& text) {
   return Parser(text).parse();
 }
 
-}  // namespace test::json
+}  // namespace reservoir::bench::json

@@ -1,0 +1,128 @@
+// The fair baselines: std::vector whose every buffer is populated when it is allocated (so page
+// faults are paid in one system call, as DynArray's prefaulted commits pay them), and the floor,
+// one populated buffer of the final size filled by a loop (the least any container can cost for
+// fresh memory). Together they split a win into what the container does and what populate does.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <utility>
+
+#include <reservoir/pal.hpp>
+
+#if defined(_WIN32)
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+#else
+#include <sys/mman.h>
+#endif
+
+namespace reservoir::bench {
+
+// Below this, buffers come from the heap (populating a few pages costs nothing worth measuring).
+inline constexpr std::size_t kPopulateThreshold = std::size_t{64} << 10;
+
+// Returns `bytes` of zeroed, already faulted-in memory: MAP_POPULATE on Linux, a commit and a
+// touch of every page on Windows, a fresh mapping touched page by page elsewhere.
+inline void* populated_map(std::size_t bytes) {
+  const std::size_t page = pal::page_size();
+#if defined(_WIN32)
+  void* p = VirtualAlloc(nullptr, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+  if (!p) throw std::bad_alloc();
+  for (std::size_t off = 0; off < bytes; off += page)
+    static_cast<volatile char*>(p)[off] = 0;
+  return p;
+#else
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#if defined(MAP_POPULATE)
+  flags |= MAP_POPULATE;
+#endif
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+#if !defined(MAP_POPULATE)
+  for (std::size_t off = 0; off < bytes; off += page)
+    static_cast<volatile char*>(p)[off] = 0;
+#else
+  (void)page;
+#endif
+  return p;
+#endif
+}
+
+inline void populated_unmap(void* p, std::size_t bytes) noexcept {
+#if defined(_WIN32)
+  (void)bytes;
+  VirtualFree(p, 0, MEM_RELEASE);
+#else
+  munmap(p, bytes);
+#endif
+}
+
+// A std::allocator whose large buffers are populated mappings.
+template <class T>
+struct PopulatingAllocator {
+  using value_type = T;
+  PopulatingAllocator() = default;
+  template <class U>
+  PopulatingAllocator(const PopulatingAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < kPopulateThreshold) return static_cast<T*>(::operator new(bytes));
+    return static_cast<T*>(populated_map(bytes));
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < kPopulateThreshold) {
+      ::operator delete(p);
+    } else {
+      populated_unmap(p, bytes);
+    }
+  }
+  template <class U>
+  bool operator==(const PopulatingAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+// The floor: capacity fixed at construction, one populated mapping, push_back is a placement new
+// and an increment. Only what timed_build and consume use.
+template <class T>
+class FloorBuffer {
+ public:
+  explicit FloorBuffer(std::size_t capacity)
+      : bytes_(capacity * sizeof(T) > 0 ? capacity * sizeof(T) : sizeof(T)),
+        data_(static_cast<T*>(populated_map(bytes_))) {}
+  FloorBuffer(FloorBuffer&& o) noexcept
+      : bytes_(o.bytes_),
+        data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)) {}
+  FloorBuffer(const FloorBuffer&) = delete;
+  FloorBuffer& operator=(const FloorBuffer&) = delete;
+  FloorBuffer& operator=(FloorBuffer&&) = delete;
+  ~FloorBuffer() {
+    if (!data_) return;
+    for (std::size_t i = 0; i < size_; ++i)
+      data_[i].~T();
+    populated_unmap(data_, bytes_);
+  }
+  void push_back(T&& v) { ::new (static_cast<void*>(data_ + size_++)) T(std::move(v)); }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  const T& back() const noexcept { return data_[size_ - 1]; }
+
+ private:
+  std::size_t bytes_;
+  T* data_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace reservoir::bench
