@@ -464,7 +464,7 @@ TEST_SUITE("dynarray") {
     // An upper bound that is never reached costs no resident memory, as std::vector::reserve does
     // under Linux overcommit; appends into it work as before.
     constexpr std::size_t kInts = std::size_t{1} << 28;  // 1 GiB
-    DynArray<int> a(reservoir::max_elements(kInts));  // whatever the default reservation would be
+    DynArray<int> a{reservoir::max_elements(kInts)};  // whatever the default reservation would be
     a.push_back(1);
     const std::size_t before = resident_kib();
     a.reserve(kInts);
