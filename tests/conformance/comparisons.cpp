@@ -25,8 +25,10 @@ TEST_SUITE("conformance_comparisons") {
     CHECK(d > a);
     CHECK(a <= b);
     CHECK(a >= b);
-    CHECK((a <=> b) == std::strong_ordering::equal);
-    CHECK((V{} <=> V{}) == 0);
+    if constexpr (std::three_way_comparable<V>) {  // libc++ before 17: vector has no <=>
+      CHECK((a <=> b) == std::strong_ordering::equal);
+      CHECK((V{} <=> V{}) == 0);
+    }
     CHECK(V{} < c);
   }
 
@@ -37,6 +39,8 @@ TEST_SUITE("conformance_comparisons") {
     CHECK(a < b);
     CHECK_FALSE(b < a);
     CHECK(a == V{1, 2});
-    CHECK((a <=> b) == std::weak_ordering::less);
+    if constexpr (std::three_way_comparable<V>) {
+      CHECK((a <=> b) == std::weak_ordering::less);
+    }
   }
 }
