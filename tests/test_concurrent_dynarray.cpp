@@ -335,4 +335,46 @@ TEST_SUITE("concurrent") {
         w.join();
     }
   }
+
+  TEST_CASE("4 writers race blocks to a reservation limit: the last blocks fit exactly, no hole") {
+    // 4 threads append blocks of 1..16 until the array refuses: every refused block claims
+    // nothing, so the array ends full or with fewer free slots than the smallest refused block.
+    constexpr std::size_t kMax = 50'000;
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kMax)};
+    std::atomic<std::uint64_t> added{0};
+    std::atomic<std::size_t> smallest_refused{kMax};
+    std::vector<std::thread> writers;
+    for (int t = 0; t < kWriters; ++t) {
+      writers.emplace_back([&, t] {
+        std::uint64_t seq = 0;
+        std::vector<std::uint64_t> block;
+        for (std::uint64_t b = 0;; ++b) {
+          const std::size_t n = 1 + (b * 5 + static_cast<std::uint64_t>(t)) % 16;
+          block.clear();
+          for (std::size_t k = 0; k < n; ++k)
+            block.push_back(encode(t, seq++));
+          try {
+            a.append_range(block);
+            added += n;
+          } catch (const std::length_error&) {
+            std::size_t cur = smallest_refused.load();
+            while (n < cur && !smallest_refused.compare_exchange_weak(cur, n)) {
+            }
+            if (n == 1) return;  // full
+            seq -= n;            // retry smaller blocks with the same values
+          }
+        }
+      });
+    }
+    for (auto& w : writers)
+      w.join();
+    CHECK(a.size() == added);
+    CHECK(a.size() == kMax);  // threads stop only when a 1-element block is refused
+    CHECK(smallest_refused == 1);
+    std::set<std::uint64_t> seen;
+    for (std::uint64_t v : a.published()) {
+      REQUIRE(v != 0);
+      REQUIRE(seen.insert(v).second);
+    }
+  }
 }
