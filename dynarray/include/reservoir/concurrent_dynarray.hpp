@@ -140,8 +140,15 @@ class ConcurrentDynArray {
   append_range(R&& values) {
     if constexpr (std::ranges::forward_range<R> &&
                   std::is_nothrow_constructible_v<T, std::ranges::range_reference_t<R>>) {
-      return append_block(static_cast<size_type>(std::ranges::distance(values)),
-                          std::ranges::begin(values));
+      // The length without std::ranges::distance (absent in libc++ before 16).
+      size_type n = 0;
+      if constexpr (std::ranges::sized_range<R>) {
+        n = static_cast<size_type>(std::ranges::size(values));
+      } else {
+        for (auto it = std::ranges::begin(values); it != std::ranges::end(values); ++it)
+          ++n;
+      }
+      return append_block(n, std::ranges::begin(values));
     } else {
       std::vector<T> aside;  // may throw: nothing claimed yet
       for (auto&& v : values)
