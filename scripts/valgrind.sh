@@ -6,8 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh base valgrind
 cmake --preset release >/dev/null
-cmake --build --preset release --target reservoir_tests >/dev/null
-valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-  --show-leak-kinds=definite --track-origins=no --quiet \
-  build/release/tests/reservoir_tests --no-intro
+cmake --build --preset release --target reservoir_tests reservoir_conformance >/dev/null
+for t in reservoir_tests reservoir_conformance; do
+  echo "==> valgrind: $t" >&2
+  valgrind --tool=memcheck --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+    --show-leak-kinds=definite --track-origins=no --quiet \
+    "build/release/tests/$t" --no-intro
+done
 echo "valgrind: no errors, no definite leaks"
