@@ -208,18 +208,6 @@ struct Result {
   std::vector<std::array<std::uint64_t, 3>> timeline;  // timeline: elements, rss, peak rss
 };
 
-std::map<std::string, std::string> parse_fields(const std::string& line) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(line);
-  std::string word;
-  in >> word;  // "ok"
-  while (in >> word) {
-    const auto eq = word.find('=');
-    if (eq != std::string::npos) out[word.substr(0, eq)] = word.substr(eq + 1);
-  }
-  return out;
-}
-
 // A cell whose slowest repetition took more than this times its fastest is marked unstable.
 constexpr double kUnstableSpread = 1.5;
 
@@ -261,7 +249,7 @@ std::map<std::string, std::string> run_cell(const Config& cfg, const std::string
   std::string line = r.output.substr(0, r.output.find('\n'));
   if (r.exited && r.exit_code == 0 && line.rfind("ok", 0) == 0) {
     *status = "ok";
-    return parse_fields(line);
+    return rb::parse_fields(line);
   }
   if (line.rfind("error ", 0) == 0) {
     *status = line.substr(6);

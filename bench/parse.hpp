@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -99,6 +101,19 @@ inline std::string format_count(std::uint64_t n) {
   if (m < 100 && exp > 0)
     return std::to_string(m / 10) + "." + std::to_string(m % 10) + "e" + std::to_string(exp + 1);
   return std::to_string(n);
+}
+
+// The key=value fields of a child's "ok k1=v1 k2=v2 ..." result line (the status word skipped).
+inline std::map<std::string, std::string> parse_fields(const std::string& line) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(line);
+  std::string word;
+  in >> word;  // the status
+  while (in >> word) {
+    const auto eq = word.find('=');
+    if (eq != std::string::npos) out[word.substr(0, eq)] = word.substr(eq + 1);
+  }
+  return out;
 }
 
 }  // namespace reservoir::bench

@@ -10,22 +10,12 @@
 
 #include <reservoir/pal.hpp>
 
+#include "parse.hpp"
+
 namespace reservoir::bench::mixed {
 namespace {
 
 namespace pal = reservoir::pal;
-
-std::map<std::string, std::string> parse_fields(const std::string& line) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(line);
-  std::string word;
-  in >> word;  // "ok"
-  while (in >> word) {
-    const auto eq = word.find('=');
-    if (eq != std::string::npos) out[word.substr(0, eq)] = word.substr(eq + 1);
-  }
-  return out;
-}
 
 std::string json_escape(const std::string& s) {
   std::string out = "\"";
