@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <ostream>  // doctest prints std::error_code with it
 #include <stdexcept>
@@ -28,6 +30,24 @@ inline constexpr bool kThreadSanitizer = false;
 #endif
 
 namespace test {
+
+// A "Key: N kB" line of /proc/self/status (VmRSS, VmSize, ...) in KiB, or 0 where /proc does not
+// tell (other OSes).
+inline std::size_t proc_status_kib(const char* key) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  std::size_t kib = 0;
+  const std::size_t key_len = std::strlen(key);
+  while (std::fgets(line, sizeof line, f)) {
+    if (std::strncmp(line, key, key_len) == 0 && line[key_len] == ':' &&
+        std::sscanf(line + key_len + 1, " %zu kB", &kib) == 1) {
+      break;
+    }
+  }
+  std::fclose(f);
+  return kib;
+}
 
 // Counts every construction and destruction; can be told to throw on the n-th construction.
 struct Tracked {

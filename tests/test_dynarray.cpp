@@ -25,20 +25,6 @@ using reservoir::DynArray;
 using test::Tracked;
 namespace pal = reservoir::pal;
 
-namespace {
-// The process's resident size (VmRSS), or 0 where /proc does not tell.
-std::size_t resident_kib() {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return 0;
-  char line[256];
-  std::size_t kib = 0;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "VmRSS: %zu kB", &kib) == 1) break;
-  std::fclose(f);
-  return kib;
-}
-}  // namespace
-
 static_assert(std::ranges::contiguous_range<DynArray<int>>);
 static_assert(std::ranges::sized_range<DynArray<int>>);
 static_assert(std::ranges::contiguous_range<const DynArray<std::string>>);
@@ -465,9 +451,9 @@ TEST_SUITE("dynarray") {
     constexpr std::size_t kInts = std::size_t{1} << 28;  // 1 GiB
     DynArray<int> a{reservoir::max_elements(kInts)};  // whatever the default reservation would be
     a.push_back(1);
-    const std::size_t before = resident_kib();
+    const std::size_t before = test::proc_status_kib("VmRSS");
     a.reserve(kInts);
-    const std::size_t after = resident_kib();
+    const std::size_t after = test::proc_status_kib("VmRSS");
     CHECK(a.capacity() >= kInts);
     if (before == 0) {
       MESSAGE("no /proc/self/status here: VmRSS not checked");

@@ -10,6 +10,8 @@
 
 #include <reservoir/reservoir.hpp>
 
+#include "support.hpp"
+
 using reservoir::DynArray;
 
 TEST_SUITE("threads") {
@@ -50,19 +52,6 @@ TEST_SUITE("threads") {
 
 namespace {
 
-// The process's virtual size (VmSize), or 0 where /proc does not tell.
-std::size_t vm_size() {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return 0;
-  char line[256];
-  std::size_t kib = 0;
-  while (std::fgets(line, sizeof line, f)) {
-    if (std::sscanf(line, "VmSize: %zu kB", &kib) == 1) break;
-  }
-  std::fclose(f);
-  return kib * 1024;
-}
-
 // Runs `count` threads, `batch` at a time, each running body().
 template <class Body>
 void run_threads(int count, int batch, Body body) {
@@ -85,7 +74,7 @@ TEST_SUITE("threads") {
     // Parked reservations are address space the cache keeps on purpose (up to 16 x 64 GiB): empty
     // it before each reading, so what remains is what nobody owns.
     reservoir::clear_reservation_cache();
-    const std::size_t before = vm_size();
+    const std::size_t before = test::proc_status_kib("VmSize") * 1024;
     std::atomic<int> ok{0};
     run_threads(10'000, 16, [&ok] {
       thread_local DynArray<int> mine;
@@ -95,7 +84,7 @@ TEST_SUITE("threads") {
     CHECK(ok.load() == 10'000);
     CHECK(reservoir::reservation_cache_size() <= 16);
     reservoir::clear_reservation_cache();
-    const std::size_t after = vm_size();
+    const std::size_t after = test::proc_status_kib("VmSize") * 1024;
     if (before == 0) {
       MESSAGE("no /proc/self/status here: VmSize not checked");
     } else {
