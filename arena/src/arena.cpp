@@ -94,8 +94,7 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
   return {};
 }
 
-// ---- address-space accounting
-// --------------------------------------------------------------------
+// ---- address-space accounting -------------------------------------------------------------------
 
 std::atomic<std::size_t> g_reserved{0};  // bytes reserved by live arenas and parked reservations
 std::atomic<std::size_t> g_budget{0};    // set by hand; 0: automatic
@@ -425,8 +424,7 @@ std::vector<Parked> take_all() noexcept {
 
 }  // namespace
 
-// ---- errors
-// --------------------------------------------------------------------------------------
+// ---- errors -------------------------------------------------------------------------------------
 
 std::string format_bytes(std::size_t bytes) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -459,8 +457,7 @@ OsAllocationError::OsAllocationError(const char* operation, std::size_t bytes, c
   message_ += ". " + advice;
 }
 
-// ---- lifetime
-// ------------------------------------------------------------------------------------
+// ---- lifetime -----------------------------------------------------------------------------------
 
 Arena::Arena(std::size_t max_bytes, ArenaOptions options) : options_(options) {
   std::error_code ec;
@@ -625,8 +622,7 @@ void swap(Arena& a, Arena& b) noexcept {
   swap(a.options_, b.options_);
 }
 
-// ---- committing
-// ----------------------------------------------------------------------------------
+// ---- committing ---------------------------------------------------------------------------------
 
 std::size_t Arena::commit_step() const noexcept {
   // committed/8 rounded down to a power-of-two number of granules, between one granule and the
@@ -762,8 +758,7 @@ bool Arena::try_reserve(std::size_t bytes, Populate populate) noexcept {
   return bytes <= reserved_ && !commit_to(bytes, populate);
 }
 
-// ---- shrinking
-// -----------------------------------------------------------------------------------
+// ---- shrinking ----------------------------------------------------------------------------------
 
 std::error_code Arena::shrink(std::size_t new_size) {
   if (new_size > size_) {

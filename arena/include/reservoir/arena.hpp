@@ -99,8 +99,7 @@ void clear_reservation_cache() noexcept;
 // Reservations parked in the cache: every thread's slot plus the shared list.
 std::size_t reservation_cache_size() noexcept;
 
-// ---- the address-space budget
-// ---------------------------------------------------------------------
+// ---- the address-space budget -------------------------------------------------------------------
 //
 // Reserving is free in RAM but not in address space: 128 TiB (47-bit x86-64 and arm64) holds only
 // 2048 reservations of 64 GiB, a 39-bit arm64 kernel's 512 GiB only 8, and every reservation is
@@ -265,8 +264,7 @@ class Arena {
   ArenaOptions options_{};
 };
 
-// ---- inline fast paths: a compare and an add while the committed prefix has room
-// -----------------
+// ---- inline fast paths: a compare and an add while the committed prefix has room ----------------
 
 inline void* Arena::grow(std::size_t n) {
   if (n <= committed_ - size_) [[likely]] {
