@@ -648,8 +648,8 @@ class DynArray {
     if (n <= capacity()) return;
     if (n > max_size()) throw_length_error("reserve", n);
     ensure_reserved();
-    // The first reservation may have been granted smaller than default_max_size() (the address-space
-    // budget, or a refusing OS): check again against what max_size() is now.
+    // The first reservation may have been granted smaller than default_max_size() (the
+    // address-space budget, or a refusing OS): check again against what max_size() is now.
     if (n > max_size_) throw_length_error("reserve", n);
     arena_.reserve(n * sizeof(T), populate);
     update_capacity();
