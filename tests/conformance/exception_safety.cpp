@@ -1,6 +1,9 @@
 // [vector.modifiers], [vector.capacity], [res.on.exception.handling]: what a throwing element or
 // a throwing iterator leaves behind. Where the standard gives only the basic guarantee the cases
 // check that the container is valid and that nothing leaks.
+#include <type_traits>
+#include <vector>
+
 #include "conformance.hpp"
 
 using conformance::InputIt;
@@ -9,8 +12,13 @@ using conformance::ThrowingIt;
 using conformance::values;
 
 namespace {
+// Each test counts its own elements: live starts at 0 (what an earlier test's container may have
+// kept, e.g. libc++'s, is not this test's business).
 struct ResetThrower {
-  ResetThrower() { Thrower::countdown = -1; }
+  ResetThrower() {
+    Thrower::countdown = -1;
+    Thrower::live = 0;
+  }
   ~ResetThrower() { Thrower::countdown = -1; }
 };
 }  // namespace
@@ -70,6 +78,15 @@ TEST_SUITE("conformance_exception_safety") {
     ResetThrower reset;
     const int src[] = {1, 2, 3, 4, 5};
     CHECK_THROWS_AS(V(ThrowingIt{src, src + 4}, ThrowingIt{src + 5, src + 4}), std::runtime_error);
+#if defined(_LIBCPP_VERSION) && _LIBCPP_VERSION < 15000
+    if constexpr (std::is_same_v<V, std::vector<Thrower>>) {
+      // libc++ 14's vector(first, last) does not destroy what it built when the iterator throws
+      // (fixed in later libc++): the standard's requirement is checked on DynArray only here.
+      MESSAGE("libc++ " << _LIBCPP_VERSION << ": std::vector leaks " << Thrower::live
+                        << " elements here; not asserted");
+      return;
+    }
+#endif
     CHECK(Thrower::live == 0);
   }
 
