@@ -146,7 +146,7 @@ std::size_t memory_limit_headroom() noexcept;
 // allocation granularity; an empty or tiny arena holds at most this much unused RAM.
 inline constexpr std::size_t kDefaultCommitGranule = std::size_t{64} * 1024;
 
-// The largest commit step: 2 MiB, the x86-64 and arm64 huge-page size. The brief's measurements
+// The largest commit step: 2 MiB, the x86-64 and arm64 huge-page size. Measurements
 // (1e8 ints: one mprotect per 4 KiB page 0.54 s, per 64 KiB 0.35 s, per 2 MiB 0.30 s) show the
 // returns flatten there, and at most 2 MiB of committed memory is ever unused.
 inline constexpr std::size_t kDefaultMaxCommitStep = std::size_t{2} << 20;
