@@ -66,7 +66,7 @@ TEST_SUITE("windows_h") {
     CHECK(a.size() == 50);
     CHECK(a.back() == 49);
     reservoir::DynArray<int> b{3, 1, 2};
-    CHECK(b < a);  // synth-three-way
+    CHECK(a < b);  // synth-three-way: 0 < 3 decides
     reservoir::ConcurrentDynArray<int> c{reservoir::max_elements(1000)};
     c.push_back(7);
     CHECK(c.size() == 1);
