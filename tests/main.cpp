@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
       return 98;
     }
   }
+  // valgrind puts the stack low, so the automatic address-space budget (from the stack's address)
+  // would be tiny: give default reservations the budget they have natively.
+  if (test::under_valgrind()) reservoir::set_address_space_budget(std::size_t{1} << 46);
   if (argc == 3 && std::string_view(argv[1]) == "--child") return test::run_child_main(argv[2]);
   doctest::Context context(argc, argv);
   return context.run();

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <ostream>  // doctest prints std::error_code with it
@@ -30,6 +31,12 @@ inline constexpr bool kThreadSanitizer = false;
 #endif
 
 namespace test {
+
+// True when the program runs under valgrind (its preload library is in LD_PRELOAD).
+inline bool under_valgrind() {
+  const char* preload = std::getenv("LD_PRELOAD");
+  return preload && std::strstr(preload, "vgpreload") != nullptr;
+}
 
 // A "Key: N kB" line of /proc/self/status (VmRSS, VmSize, ...) in KiB, or 0 where /proc does not
 // tell (other OSes).

@@ -446,6 +446,10 @@ TEST_SUITE("dynarray") {
   }
 
   TEST_CASE("reserve backs one commit step with RAM; the rest is backed on first touch") {
+    if (test::under_valgrind()) {
+      MESSAGE("skipped under valgrind, whose own memory grows with what the program maps");
+      return;
+    }
     // An upper bound that is never reached costs no resident memory, as std::vector::reserve does
     // under Linux overcommit; appends into it work as before.
     constexpr std::size_t kInts = std::size_t{1} << 28;  // 1 GiB
@@ -602,7 +606,9 @@ TEST_SUITE("dynarray") {
     CHECK(std::equal(a.begin(), a.end(), v.begin(), v.end()));
     a[3] = 1;
     CHECK(a[3] == 1);
-    CHECK(a.max_size() == DynArray<int>::default_max_size());
+    // The default reservation (smaller where the OS or the address-space budget say so).
+    CHECK(a.max_size() <= DynArray<int>::default_max_size());
+    CHECK(a.max_size() >= 10);
     DynArray<std::string> b(4, "ab");
     REQUIRE(b.size() == 4);
     CHECK(b[3] == "ab");
