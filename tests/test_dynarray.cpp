@@ -463,16 +463,24 @@ TEST_SUITE("dynarray") {
       MESSAGE("no /proc/self/status here: VmRSS not checked");
     } else {
       INFO("VmRSS before " << before << " KiB, after " << after << " KiB");
-      CHECK(after < before + 128 * 1024);
+      // Under AddressSanitizer the annotations poison [size(), capacity()): shadow memory of an
+      // eighth of the commit, backed with RAM as it is written.
+      const std::size_t shadow_kib =
+          reservoir::detail::kAnnotateContainers ? a.capacity() * sizeof(int) / 8 / 1024 : 0;
+      CHECK(after < before + 128 * 1024 + shadow_kib);
     }
     const int* data = a.data();
     for (int i = 1; i < 3'000'000; ++i)  // 12 MB: past the populated step
       a.push_back(i);
-    int* far = a.data() + (kInts - 1);  // the far end of the commit is writable too
-    *far = 7;
     CHECK(a.data() == data);
     CHECK(a[2'999'999] == 2'999'999);
-    CHECK(*far == 7);
+    if constexpr (!reservoir::detail::kAnnotateContainers) {
+      // The far end of the commit is writable too (past size(): what the sanitizer annotations
+      // report, so only without them).
+      volatile int* far = a.data() + (kInts - 1);
+      *far = 7;
+      CHECK(*far == 7);
+    }
   }
 
   TEST_CASE("insert, erase and resize behave like std::vector (random differential run)") {

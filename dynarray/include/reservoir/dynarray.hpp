@@ -33,6 +33,8 @@
 #include <utility>
 
 #include <reservoir/arena.hpp>
+#include <reservoir/detail/annotations.hpp>
+#include <reservoir/detail/array_iterator.hpp>
 #include <reservoir/max_size.hpp>
 
 // Keeps a slow path out of the caller's inlined fast path.
@@ -123,6 +125,8 @@ constexpr std::ptrdiff_t pair_distance(It first, S last) {
 
 }  // namespace detail
 
+RESERVOIR_BEGIN_ITERATOR_NAMESPACE
+
 // T may be incomplete where the class, its default constructor, destructor and move operations
 // are instantiated (`struct Node { DynArray<Node> kids; };`), as with std::vector; the other
 // members need a complete T.
@@ -136,8 +140,9 @@ class DynArray {
   using const_reference = const T&;
   using pointer = T*;
   using const_pointer = const T*;
-  using iterator = T*;
-  using const_iterator = const T*;
+  // Contiguous iterators wrapping T* (checked in debug builds: detail/array_iterator.hpp).
+  using iterator = detail::array_iterator<T, detail::kCheckedIterators>;
+  using const_iterator = detail::array_iterator<const T, detail::kCheckedIterators>;
   using reverse_iterator = std::reverse_iterator<iterator>;
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
 
@@ -203,6 +208,7 @@ class DynArray {
                   "DynArray<T> needs a non-const, non-volatile object type");
     static_assert(alignof(T) <= 4096, "DynArray<T> aligns elements to at most 4096 bytes");
     destroy_all();
+    annotate(end_, cap_);  // the memory goes back whole: nothing in it is reported any more
   }
 
   // A copy of every element in a new reservation of the same max_size() and options (for a
@@ -243,15 +249,14 @@ class DynArray {
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }
 
-  // ---- iterators (raw pointers: contiguous, and never invalidated by growth)
-  // ---------------------
+  // ---- iterators (contiguous, and never invalidated by growth) ----------------------------------
 
-  iterator begin() noexcept { return data_; }
-  const_iterator begin() const noexcept { return data_; }
-  const_iterator cbegin() const noexcept { return data_; }
-  iterator end() noexcept { return end_; }
-  const_iterator end() const noexcept { return end_; }
-  const_iterator cend() const noexcept { return end_; }
+  iterator begin() noexcept { return make_iterator(data_); }
+  const_iterator begin() const noexcept { return make_iterator(data_); }
+  const_iterator cbegin() const noexcept { return begin(); }
+  iterator end() noexcept { return make_iterator(end_); }
+  const_iterator end() const noexcept { return make_iterator(end_); }
+  const_iterator cend() const noexcept { return end(); }
   reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
   const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
   const_reverse_iterator crbegin() const noexcept { return rbegin(); }
@@ -298,9 +303,7 @@ class DynArray {
   template <class... Args>
   reference emplace_back(Args&&... args) {
     if (end_ != cap_) [[likely]] {  // the whole fast path: a compare and a store
-      T* p = std::construct_at(end_, std::forward<Args>(args)...);
-      ++end_;
-      return *p;
+      return *construct_one(std::forward<Args>(args)...);
     }
     if constexpr (kSlowPathByValue<Args...>) {
       // A small trivially copyable value goes to the slow path in a register: passing its
@@ -324,9 +327,7 @@ class DynArray {
     if (end_ == cap_) [[unlikely]] {
       return try_emplace_back_slow(std::forward<Args>(args)...);
     }
-    T* p = std::construct_at(end_, std::forward<Args>(args)...);
-    ++end_;
-    return p;
+    return construct_one(std::forward<Args>(args)...);
   }
 
   // Appends every element of r, committing once. Strong guarantee.
@@ -338,6 +339,7 @@ class DynArray {
                   std::is_same_v<std::remove_cvref_t<std::ranges::range_reference_t<R>>, T>) {
       const auto n = static_cast<size_type>(std::ranges::size(r));
       reserve_for_append(n);
+      annotate(end_, end_ + n);
       if (n) std::memcpy(static_cast<void*>(end_), std::ranges::data(r), n * sizeof(T));
       end_ += n;
     } else {
@@ -383,6 +385,7 @@ class DynArray {
               std::destroy_at(data_ + old_size + i);
             }
           }
+          annotate(end_, data_ + n);
           end_ = data_ + n;
           return;
         }
@@ -411,6 +414,7 @@ class DynArray {
     if (end_ == data_) throw std::out_of_range("reservoir::DynArray::pop_back on an empty array");
     --end_;
     std::destroy_at(end_);
+    annotate(end_ + 1, end_);
   }
 
   // Destroys every element; keeps the committed memory (see shrink_to_fit).
@@ -425,7 +429,7 @@ class DynArray {
     const size_type old_size = size();
     resize(size() + count_checked(count), value);
     std::rotate(data_ + index, data_ + old_size, data_ + size());
-    return data_ + index;
+    return make_iterator(data_ + index);
   }
   template <class It>
   requires detail::iterator_pair<It, It> iterator insert(const_iterator pos, It first, It last) {
@@ -433,7 +437,7 @@ class DynArray {
     const size_type old_size = size();
     append_iterators(first, last);
     std::rotate(data_ + index, data_ + old_size, data_ + size());
-    return data_ + index;
+    return make_iterator(data_ + index);
   }
   iterator insert(const_iterator pos, std::initializer_list<T> init) {
     return insert_range(pos, init);
@@ -448,7 +452,7 @@ class DynArray {
     const size_type old_size = size();
     append_range(std::forward<R>(r));
     std::rotate(data_ + index, data_ + old_size, data_ + size());
-    return data_ + index;
+    return make_iterator(data_ + index);
   }
 
   template <class... Args>
@@ -456,7 +460,7 @@ class DynArray {
     const size_type index = checked_index("emplace", pos);
     if (index == size()) {
       emplace_back(std::forward<Args>(args)...);
-      return data_ + index;
+      return make_iterator(data_ + index);
     }
     // As std::vector: the new value is built first (args may refer to an element), the last
     // element moves into the new slot, the rest shift up one place, the value moves into the gap.
@@ -464,7 +468,7 @@ class DynArray {
     emplace_back(std::move(back()));
     std::move_backward(data_ + index, end_ - 2, end_ - 1);
     data_[index] = std::move(value);
-    return data_ + index;
+    return make_iterator(data_ + index);
   }
 
   iterator erase(const_iterator pos) {
@@ -480,7 +484,7 @@ class DynArray {
       std::move(data_ + j, data_ + size(), data_ + i);
       erase_tail(size() - (j - i));
     }
-    return data_ + i;
+    return make_iterator(data_ + i);
   }
 
   // ---- resize
@@ -544,12 +548,45 @@ class DynArray {
                             std::to_string(size()));
   }
 
-  size_type checked_index(const char* op, const_iterator pos) const {
+  size_type checked_index(const char* op, const_iterator it) const {
+    const T* pos = it.base();
     if (pos < data_ || pos > data_ + size()) {
       throw std::out_of_range("reservoir::DynArray::" + std::string(op) +
                               ": iterator does not point into the array");
     }
     return static_cast<size_type>(pos - data_);
+  }
+
+  iterator make_iterator(T* p) noexcept { return iterator(p, data_, data_ + max_size_); }
+  const_iterator make_iterator(const T* p) const noexcept {
+    return const_iterator(p, data_, data_ + max_size_);
+  }
+
+  // Tells the sanitizers that the live elements now end at new_end instead of old_end, within
+  // the committed [data_, cap_) (detail/annotations.hpp). Nothing without them.
+  void annotate([[maybe_unused]] const T* old_end,
+                [[maybe_unused]] const T* new_end) const noexcept {
+    if constexpr (detail::kAnnotateContainers) {
+      detail::annotate_contiguous(data_, cap_, old_end, new_end);
+    }
+  }
+
+  // Constructs one element at end_ and advances end_. Under the sanitizers, the slot is made
+  // accessible first and reported again if the constructor throws.
+  template <class... Args>
+  T* construct_one(Args&&... args) {
+    if constexpr (detail::kAnnotateContainers) {
+      annotate(end_, end_ + 1);
+      try {
+        std::construct_at(end_, std::forward<Args>(args)...);
+      } catch (...) {
+        annotate(end_ + 1, end_);
+        throw;
+      }
+    } else {
+      std::construct_at(end_, std::forward<Args>(args)...);
+    }
+    return end_++;
   }
 
   // Reserves the default address space on first use (default-constructed or moved-from arrays):
@@ -602,8 +639,12 @@ class DynArray {
     return true;
   }
 
+  // cap_ from the arena's committed size (after it changed). The sanitizers' view moves with it:
+  // [end_, old cap_) is accessible again, [end_, new cap_) reported.
   void update_capacity() noexcept {
+    annotate(end_, cap_);
     cap_ = data_ + (std::min)(arena_.committed() / sizeof(T), max_size_);
+    annotate(cap_, end_);
   }
 
   // Appends [first, last): with forward iterators it commits once; either way, if anything throws,
@@ -616,10 +657,8 @@ class DynArray {
       if constexpr (detail::multi_pass<It>) {
         const auto n = static_cast<size_type>(detail::pair_distance(first, last));
         reserve_for_append(n);
-        for (; first != last; ++first) {
-          std::construct_at(end_, *first);
-          ++end_;
-        }
+        for (; first != last; ++first)
+          construct_one(*first);
       } else {
         for (; first != last; ++first)
           emplace_back(*first);
@@ -670,9 +709,7 @@ class DynArray {
 
   RESERVOIR_COLD_NOINLINE reference emplace_back_slow_value(T value) {
     reserve_for_append(1);  // trivially copyable: constructing it cannot throw afterwards
-    T* p = std::construct_at(end_, value);
-    ++end_;
-    return *p;
+    return *construct_one(value);
   }
 
   template <class... Args>
@@ -680,9 +717,7 @@ class DynArray {
     const size_type old_capacity = capacity();
     reserve_for_append(1);
     try {
-      T* p = std::construct_at(end_, std::forward<Args>(args)...);
-      ++end_;
-      return *p;
+      return *construct_one(std::forward<Args>(args)...);
     } catch (...) {
       undo_commit(old_capacity);
       throw;
@@ -695,14 +730,10 @@ class DynArray {
     const size_type old_capacity = capacity();
     if (!try_grow_capacity(1)) return nullptr;
     if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
-      T* p = std::construct_at(end_, std::forward<Args>(args)...);
-      ++end_;
-      return p;
+      return construct_one(std::forward<Args>(args)...);
     } else {
       try {
-        T* p = std::construct_at(end_, std::forward<Args>(args)...);
-        ++end_;
-        return p;
+        return construct_one(std::forward<Args>(args)...);
       } catch (...) {
         undo_commit(old_capacity);  // the strong guarantee: capacity() as before
         throw;
@@ -724,9 +755,11 @@ class DynArray {
     }
     const size_type old_capacity = capacity();
     reserve_for_append(n - size());
+    annotate(end_, data_ + n);
     try {
       construct(end_, n - size());  // destroys what it built if it throws
     } catch (...) {
+      annotate(data_ + n, end_);
       undo_commit(old_capacity);
       throw;
     }
@@ -735,6 +768,7 @@ class DynArray {
 
   void erase_tail(size_type new_size) noexcept {
     std::destroy(data_ + new_size, end_);
+    annotate(end_, data_ + new_size);
     end_ = data_ + new_size;
   }
 
@@ -777,5 +811,7 @@ typename DynArray<T>::size_type erase_if(DynArray<T>& a, Pred pred) {
   a.erase(it, a.end());
   return n;
 }
+
+RESERVOIR_END_ITERATOR_NAMESPACE
 
 }  // namespace reservoir
