@@ -607,6 +607,105 @@ TEST_SUITE("dynarray") {
     CHECK(c.data() == data);
   }
 
+  TEST_CASE("every member is defined on default-constructed, moved-from and swapped-out arrays") {
+    // Each state is empty with no reservation (data() == nullptr); every member must behave as on
+    // an empty std::vector (or throw where DynArray documents a throw), and the array must be
+    // usable afterwards.
+    enum class State { fresh, moved_from, move_assigned_from, moved_from_sized, swapped_out };
+    for (State state : {State::fresh, State::moved_from, State::move_assigned_from,
+                        State::moved_from_sized, State::swapped_out}) {
+      CAPTURE(static_cast<int>(state));
+      DynArray<std::string> keep;
+      DynArray<std::string> a;
+      switch (state) {
+        case State::fresh:
+          break;
+        case State::moved_from: {
+          DynArray<std::string> donor{"x", "y"};
+          a = std::move(donor);
+          keep = DynArray<std::string>(std::move(a));  // a: moved-from by construction
+          break;
+        }
+        case State::move_assigned_from: {
+          a = {"x"};
+          keep = std::move(a);
+          break;
+        }
+        case State::moved_from_sized: {
+          DynArray<std::string> sized(reservoir::max_elements(100));
+          sized.push_back("s");
+          a = std::move(sized);
+          keep = std::move(a);
+          break;
+        }
+        case State::swapped_out: {
+          DynArray<std::string> empty;
+          a.push_back("z");
+          swap(a, empty);
+          keep = std::move(empty);
+          break;
+        }
+      }
+      const DynArray<std::string>& ca = a;
+      CHECK(a.empty());
+      CHECK(a.size() == 0);
+      CHECK(a.capacity() == 0);
+      CHECK(a.max_size() == DynArray<std::string>::default_max_size());
+      CHECK(a.data() == nullptr);
+      CHECK(ca.data() == nullptr);
+      CHECK(a.arena().reserved() == 0);
+      CHECK(a.begin() == a.end());
+      CHECK(ca.cbegin() == ca.cend());
+      CHECK(a.rbegin() == a.rend());
+      CHECK(ca.crbegin() == ca.crend());
+      CHECK_THROWS_AS((void)a.at(0), std::out_of_range);
+      CHECK_THROWS_AS((void)ca.at(0), std::out_of_range);
+      CHECK_THROWS_AS(a.pop_back(), std::out_of_range);
+      CHECK_THROWS_AS(a.erase(a.begin()), std::out_of_range);
+      CHECK(a.erase(a.begin(), a.end()) == a.end());
+      CHECK(erase(a, "x") == 0);
+      CHECK(erase_if(a, [](const std::string&) { return true; }) == 0);
+      a.clear();
+      a.shrink_to_fit();
+      a.reserve(0);
+      a.resize(0);
+      a.assign({});
+      a.assign(0, "v");
+      a.assign_range(std::vector<std::string>{});
+      a.append_range(std::vector<std::string>{});
+      a.insert(a.begin(), std::initializer_list<std::string>{});
+      a.insert(a.end(), std::size_t{0}, "v");
+      CHECK(a.data() == nullptr);  // nothing above needed memory, so nothing was reserved
+      CHECK(a == DynArray<std::string>());
+      CHECK_FALSE(a < DynArray<std::string>());
+      CHECK((a <=> DynArray<std::string>{"a"}) == std::strong_ordering::less);
+      DynArray<std::string> copy(a);
+      CHECK(copy.empty());
+      DynArray<std::string> cloned = a.clone();
+      CHECK(cloned.empty());
+      copy = a;
+      CHECK(copy.empty());
+      DynArray<std::string>& self = a;
+      a = self;             // self copy-assignment
+      a = std::move(self);  // self move-assignment
+      CHECK(a.empty());
+      DynArray<std::string> other;
+      a.swap(other);
+      swap(a, other);
+      CHECK_THROWS_AS(a.reserve(a.max_size() + 1), std::length_error);
+      CHECK(a.data() == nullptr);
+
+      // And usable: each way of adding an element reserves afresh.
+      CHECK(a.try_push_back("t"));
+      a.push_back("p");
+      a.emplace_back(2, 'e');
+      a.emplace(a.begin(), "first");
+      a.insert(a.end(), "last");
+      CHECK(a == DynArray<std::string>{"first", "t", "p", "ee", "last"});
+      CHECK(a.data() != nullptr);
+    }
+  }
+
   TEST_CASE("DynArray(n) and DynArray(n, v) create elements, as std::vector's do") {
     DynArray<int> a(10);
     std::vector<int> v(10);

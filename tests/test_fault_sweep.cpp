@@ -85,17 +85,41 @@ int value_of(const Tracked& t) {
   return t.value;
 }
 
+// The state a sequence starts from: an explicit reservation, or one of the empty states with no
+// reservation yet (the first growth reserves the default way).
+enum class Start { sized, fresh, moved_from, swapped_out };
+
 // One random sequence on a DynArray<T> against a std::vector<int> model. Returns the number of
 // operations performed.
 template <class T>
-std::uint64_t dynarray_sequence(std::uint32_t seed) {
+std::uint64_t dynarray_sequence(std::uint32_t seed, Start start = Start::sized) {
   std::mt19937 rng(seed);
   std::vector<int> model;
   std::uint64_t ops = 0;
   {
     std::optional<DynArray<T>> holder;
     try {
-      holder.emplace(reservoir::max_elements(20'000), small_steps());
+      switch (start) {
+        case Start::sized:
+          holder.emplace(reservoir::max_elements(20'000), small_steps());
+          break;
+        case Start::fresh:
+          holder.emplace();
+          break;
+        case Start::moved_from: {
+          holder.emplace(reservoir::max_elements(20'000), small_steps());
+          holder->push_back(T(1));
+          DynArray<T> sink(std::move(*holder));
+          break;
+        }
+        case Start::swapped_out: {
+          holder.emplace(reservoir::max_elements(20'000), small_steps());
+          holder->push_back(T(2));
+          DynArray<T> fresh;
+          swap(*holder, fresh);
+          break;
+        }
+      }
     } catch (const std::bad_alloc&) {
       return 1;  // the reservation itself was refused: documented, nothing to check
     }
@@ -108,7 +132,7 @@ std::uint64_t dynarray_sequence(std::uint32_t seed) {
     for (int step = 0; step < 120; ++step, ++ops) {
       const std::size_t size = a->size(), capacity = a->capacity();
       const int v = static_cast<int>(rng() % 1000);
-      const auto kind = static_cast<unsigned>(rng() % 12);
+      const auto kind = static_cast<unsigned>(rng() % 13);
       bool threw = false;
       try {
         switch (kind) {
@@ -176,6 +200,19 @@ std::uint64_t dynarray_sequence(std::uint32_t seed) {
             model.clear();
             if (rng() % 2) a->shrink_to_fit();
             break;
+          case 12: {
+            // Through the moved-from state and back: the elements stay where they are.
+            const T* data = a->data();
+            DynArray<T> taken(std::move(*a));
+            REQUIRE(a->empty());
+            if (rng() % 2) {
+              *a = std::move(taken);
+            } else {
+              swap(*a, taken);
+            }
+            REQUIRE(a->data() == data);
+            break;
+          }
         }
       } catch (const std::length_error&) {
         threw = true;
@@ -308,6 +345,25 @@ TEST_SUITE("fault_sweep") {
           sweep("DynArray<Tracked>", [seed] { return dynarray_sequence<Tracked>(seed); });
       CHECK(t.injected > 20);
       CHECK(Tracked::live() == 0);
+    }
+  }
+
+  TEST_CASE("DynArray from every empty state: every OS failure at every position loses nothing") {
+    // Default-constructed, moved-from and swapped-out arrays have no reservation until they grow:
+    // the first growth reserves the default way (falling back to less if refused) under the same
+    // injected failures.
+    std::uint32_t seed = 20;
+    for (Start start : {Start::fresh, Start::moved_from, Start::swapped_out}) {
+      CAPTURE(static_cast<int>(start));
+      Tracked::reset();
+      const SweepTotals t =
+          sweep("DynArray<Tracked> empty", [&] { return dynarray_sequence<Tracked>(seed, start); });
+      CHECK(t.injected > 20);
+      CHECK(Tracked::live() == 0);
+      const SweepTotals ti =
+          sweep("DynArray<int> empty", [&] { return dynarray_sequence<int>(seed, start); });
+      CHECK(ti.injected > 20);
+      ++seed;
     }
   }
 
