@@ -595,6 +595,13 @@ TEST_SUITE("dynarray") {
     // where address space is short, as under valgrind); an explicit one keeps its max_size.
     CHECK(c.max_size() <= DynArray<int>::default_max_size());
     CHECK(c.max_size() >= c.size());
+    // The clone of an empty default-reserved array has no reservation yet: empty, as a fresh one.
+    DynArray<int> emptied{1};
+    emptied.pop_back();
+    DynArray<int> empty_clone = emptied.clone();
+    CHECK(empty_clone.data() == nullptr);
+    CHECK(empty_clone.begin() == empty_clone.end());
+    CHECK(empty_clone.max_size() == DynArray<int>::default_max_size());
     DynArray<int> sized(reservoir::max_elements(5000));
     sized.push_back(3);
     CHECK(sized.clone().max_size() == 5000);

@@ -218,7 +218,6 @@ class DynArray {
     DynArray copy = arena_.reserved() && !default_reservation_
                         ? DynArray(max_elements(max_size_), arena_.options())
                         : DynArray();
-    copy.max_size_ = max_size_;
     copy.append_range(*this);
     return copy;
   }
@@ -557,9 +556,11 @@ class DynArray {
     return static_cast<size_type>(pos - data_);
   }
 
-  iterator make_iterator(T* p) noexcept { return iterator(p, data_, data_ + max_size_); }
+  // Iterators carry the reservation's bounds (used only by checked iterators).
+  const T* reservation_end() const noexcept { return data_ ? data_ + max_size_ : data_; }
+  iterator make_iterator(T* p) noexcept { return iterator(p, data_, reservation_end()); }
   const_iterator make_iterator(const T* p) const noexcept {
-    return const_iterator(p, data_, data_ + max_size_);
+    return const_iterator(p, data_, reservation_end());
   }
 
   // Tells the sanitizers that the live elements now end at new_end instead of old_end, within
