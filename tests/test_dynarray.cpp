@@ -919,6 +919,49 @@ TEST_SUITE("dynarray") {
     CHECK(a[101].v == 99);
   }
 
+  TEST_CASE("insert of many in the middle shifts once, as std::vector (no rotate)") {
+    // The same inserts on std::vector (with room, so it does not reallocate) and on DynArray:
+    // the same elements, and no more moves than std::vector's.
+    for (std::size_t count : {std::size_t{3}, std::size_t{50}, std::size_t{200}}) {
+      CAPTURE(count);
+      std::vector<MoveCounter> v;
+      v.reserve(1000);
+      DynArray<MoveCounter> a(reservoir::max_elements(1000));
+      for (int i = 0; i < 100; ++i) {
+        v.emplace_back(i);
+        a.emplace_back(i);
+      }
+      std::vector<MoveCounter> src;
+      for (std::size_t i = 0; i < count; ++i)
+        src.emplace_back(-static_cast<int>(i));
+      MoveCounter::moves = 0;
+      v.insert(v.begin() + 10, src.begin(), src.end());
+      const long long vector_moves = MoveCounter::moves;
+      MoveCounter::moves = 0;
+      a.insert(a.begin() + 10, src.begin(), src.end());
+      CHECK(MoveCounter::moves <= vector_moves);
+      MoveCounter::moves = 0;
+      v.insert(v.begin() + 5, count, MoveCounter(7));
+      const long long vector_fill_moves = MoveCounter::moves;
+      MoveCounter::moves = 0;
+      a.insert(a.begin() + 5, count, MoveCounter(7));
+      CHECK(MoveCounter::moves <= vector_fill_moves);
+      MoveCounter::moves = 0;
+      a.insert_range(a.begin() + 1, src);  // no vector counterpart in C++20: at most one shift
+      CHECK(MoveCounter::moves <= static_cast<long long>(a.size() - 1 - count));
+      v.insert(v.begin() + 1, src.begin(), src.end());
+      REQUIRE(a.size() == v.size());
+      CHECK(std::equal(a.begin(), a.end(), v.begin(), v.end(),
+                       [](const MoveCounter& x, const MoveCounter& y) { return x.v == y.v; }));
+    }
+    // insert(pos, n, value) where value is an element of the array.
+    DynArray<std::string> s{"a", "b", "c", "d"};
+    s.insert(s.begin() + 1, 3, s[2]);
+    CHECK(s == DynArray<std::string>{"a", "c", "c", "c", "b", "c", "d"});
+    s.insert(s.begin() + 1, 1, s.back());
+    CHECK(s == DynArray<std::string>{"a", "d", "c", "c", "c", "b", "c", "d"});
+  }
+
   TEST_CASE("assign past capacity() whose element copy throws keeps the old contents") {
     DynArray<CopyThrows> a(reservoir::max_elements(100'000));
     a.emplace_back(1);

@@ -111,6 +111,14 @@ concept multi_pass = std::forward_iterator<It> ||
     (legacy_input_iterator<It>&& std::derived_from<
         typename std::iterator_traits<It>::iterator_category, std::forward_iterator_tag>);
 
+// A source of the same value, for DynArray's insert(pos, n, value): *src and ++src only.
+template <class T>
+struct repeat_source {
+  const T* value;
+  const T& operator*() const noexcept { return *value; }
+  repeat_source& operator++() noexcept { return *this; }
+};
+
 template <class It, class S>
 constexpr std::ptrdiff_t pair_distance(It first, S last) {
   if constexpr (std::sized_sentinel_for<S, It>) {
@@ -423,16 +431,32 @@ class DynArray {
 
   iterator insert(const_iterator pos, const T& value) { return emplace(pos, value); }
   iterator insert(const_iterator pos, T&& value) { return emplace(pos, std::move(value)); }
+  // The insert overloads below: at the end, an append (strong guarantee). In the middle, as
+  // std::vector: memory for the new elements is committed first (a length_error or a refused
+  // commit changes nothing), then the later elements move up once and the new ones are copied
+  // into the gap; if an element's copy or move throws there, the array is valid and nothing
+  // leaks (basic guarantee). A single-pass input range, whose length is unknown, is appended and
+  // rotated into place instead. value may be an element of the array.
   iterator insert(const_iterator pos, size_type count, const T& value) {
     const size_type index = checked_index("insert", pos);
-    const size_type old_size = size();
-    resize(size() + count_checked(count), value);
-    std::rotate(data_ + index, data_ + old_size, data_ + size());
+    if (index == size()) {
+      resize(size() + count_checked(count), value);
+    } else {
+      const T copy(value);
+      insert_shifting(index, count_checked(count), detail::repeat_source<T>{&copy});
+    }
     return make_iterator(data_ + index);
   }
   template <class It>
   requires detail::iterator_pair<It, It> iterator insert(const_iterator pos, It first, It last) {
     const size_type index = checked_index("insert", pos);
+    if constexpr (detail::multi_pass<It>) {
+      if (index != size()) {
+        const auto n = static_cast<size_type>(detail::pair_distance(first, last));
+        insert_shifting(index, n, first);
+        return make_iterator(data_ + index);
+      }
+    }
     const size_type old_size = size();
     append_iterators(first, last);
     std::rotate(data_ + index, data_ + old_size, data_ + size());
@@ -442,12 +466,18 @@ class DynArray {
     return insert_range(pos, init);
   }
 
-  // Inserts the elements of r before pos: appended at the end (committing once), then rotated
-  // into place. Strong guarantee if the append fails; basic guarantee if a move during the
-  // rotation throws (as std::vector).
+  // Inserts the elements of r before pos, as insert(pos, first, last).
   template <std::ranges::input_range R>
   iterator insert_range(const_iterator pos, R&& r) {
     const size_type index = checked_index("insert", pos);
+    if constexpr (std::ranges::forward_range<R>) {
+      if (index != size()) {
+        const auto n =
+            static_cast<size_type>(detail::distance(std::ranges::begin(r), std::ranges::end(r)));
+        insert_shifting(index, n, std::ranges::begin(r));
+        return make_iterator(data_ + index);
+      }
+    }
     const size_type old_size = size();
     append_range(std::forward<R>(r));
     std::rotate(data_ + index, data_ + old_size, data_ + size());
@@ -700,6 +730,35 @@ class DynArray {
     if (!arena_.try_reserve((size() + n) * sizeof(T))) return false;
     update_capacity();
     return true;
+  }
+
+  // Inserts n elements, read in order from src (*src, ++src), before data_ + index < size(): the
+  // one shift of std::vector's insert. The gap is [pos, pos + n); elements that land past the old
+  // end are constructed there, the others assigned.
+  template <class Src>
+  void insert_shifting(size_type index, size_type n, Src src) {
+    if (n == 0) return;
+    reserve_for_append(n);
+    T* const pos = data_ + index;
+    T* const old_end = end_;
+    const auto tail = static_cast<size_type>(old_end - pos);
+    if (n <= tail) {
+      for (T* p = old_end - n; p != old_end; ++p)
+        construct_one(std::move(*p));
+      std::move_backward(pos, old_end - n, old_end);
+      for (T* p = pos; p != pos + n; ++p, ++src)
+        *p = *src;
+    } else {
+      Src rest = src;  // the new elements that go past the old end
+      for (size_type k = 0; k < tail; ++k)
+        ++rest;
+      for (size_type k = tail; k < n; ++k, ++rest)
+        construct_one(*rest);
+      for (T* p = pos; p != old_end; ++p)
+        construct_one(std::move(*p));
+      for (T* p = pos; p != old_end; ++p, ++src)
+        *p = *src;
+    }
   }
 
   template <class... Args>
