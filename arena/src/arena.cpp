@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -243,6 +244,7 @@ struct ReservationCache {
   std::atomic<std::size_t> limit{16};     // 0: the cache is off
   std::atomic<std::size_t> count{0};      // parked reservations, slots and entries
   std::atomic<std::size_t> committed{0};  // their committed bytes
+  std::atomic<std::size_t> retired{0};    // at least the slots of ended threads not yet reaped
 
   // Claims room for one more parked reservation of `bytes` committed; false if it does not fit.
   bool claim(std::size_t bytes) noexcept {
@@ -269,53 +271,19 @@ ReservationCache& cache() {
   return *c;
 }
 
-// Set when this thread's slot is destroyed. Trivially destructible, so it stays readable while
-// the thread's other thread_local objects are destroyed, in whatever order: an arena destroyed
-// after the slot (a thread_local DynArray created before the slot was first used) then parks in
-// the shared list or releases, never into the dead slot.
-thread_local bool t_slot_gone = false;
-
-// The per-thread part: one slot, reached without the shared mutex, so a thread that creates and
-// destroys arrays in a loop reuses one reservation cheaply. `busy` keeps the owner and a thread
-// clearing every slot (set_reservation_cache_limit(0)) apart; only the latter ever waits.
+// The per-thread part: one slot per thread, reached without the shared mutex, so a thread that
+// creates and destroys arrays in a loop reuses one reservation cheaply. A slot is heap memory that
+// a pal thread key leads to, not a thread_local object: MinGW-w64 GCC frees a thread's
+// thread_local storage before it runs the destructors of the objects in it (see pal.hpp), so a
+// thread_local slot would be emptied and unlinked after it was freed, and another thread's
+// allocation could land in the middle of the registry. `busy` keeps the owner and a thread emptying
+// the slot (take_all, reap_retired) apart; only the latter ever waits.
 struct ThreadSlot {
-  std::atomic_flag busy;  // clear from construction (C++20)
+  std::atomic_flag busy;             // clear from construction (C++20)
+  std::atomic<bool> retired{false};  // its thread has ended; the next reap frees it
   std::optional<Parked> parked;
-  ThreadSlot* prev = nullptr;
+  ThreadSlot* prev = nullptr;  // the registry, guarded by the cache's mutex
   ThreadSlot* next = nullptr;
-
-  ThreadSlot() noexcept {
-    ReservationCache& c = cache();
-    std::lock_guard lock(c.mutex);
-    next = c.slots;
-    if (next) next->prev = this;
-    c.slots = this;
-  }
-  ThreadSlot(const ThreadSlot&) = delete;
-  ThreadSlot& operator=(const ThreadSlot&) = delete;
-
-  // At thread exit the parked reservation moves to the shared list (it stays counted) or, if the
-  // list cannot take it, goes back to the OS.
-  ~ThreadSlot() {
-    t_slot_gone = true;
-    ReservationCache& c = cache();
-    std::optional<Parked> p = take();
-    std::lock_guard lock(c.mutex);
-    if (prev)
-      prev->next = next;
-    else
-      c.slots = next;
-    if (next) next->prev = prev;
-    if (!p) return;
-    try {
-      c.entries.push_back(*p);
-      return;
-    } catch (...) {
-      // no memory for the list's own bookkeeping: release instead
-    }
-    c.unclaim(p->committed);
-    release_mapping(p->mapping, p->mapping_size);
-  }
 
   void lock() noexcept {
     while (busy.test_and_set(std::memory_order_acquire)) {
@@ -330,17 +298,90 @@ struct ThreadSlot {
     return p;
   }
 };
-thread_local ThreadSlot t_slot;
 
-// This thread's slot, or nullptr once it is destroyed.
-ThreadSlot* my_slot() noexcept {
-  return t_slot_gone ? nullptr : &t_slot;
+// Runs at the end of a thread that has a slot (the key's exit function). It takes no lock: on
+// Windows it may run while the process exits, after the other threads were stopped holding
+// whatever they held, and Wine runs it holding a lock every starting and ending thread takes. The
+// slot keeps its parked reservation (still counted) until the next reap. The count goes up first,
+// so it never reads 0 while a retired slot waits.
+void retire_slot(void* p) noexcept {
+  cache().retired.fetch_add(1, std::memory_order_relaxed);
+  static_cast<ThreadSlot*>(p)->retired.store(true, std::memory_order_release);
+}
+
+// Unlinks and frees the slots of ended threads; their parked reservations move to the shared
+// list (they stay counted) or, if the list cannot take them, back to the OS. Called with the
+// mutex held, so no take_all is emptying these slots at the same time.
+void reap_retired(ReservationCache& c) noexcept {
+  if (c.retired.load(std::memory_order_relaxed) == 0) return;
+  for (ThreadSlot* s = c.slots; s;) {
+    ThreadSlot* const next = s->next;
+    if (s->retired.load(std::memory_order_acquire)) {
+      if (s->prev)
+        s->prev->next = next;
+      else
+        c.slots = next;
+      if (next) next->prev = s->prev;
+      c.retired.fetch_sub(1, std::memory_order_relaxed);
+      if (std::optional<Parked> p = s->take()) {
+        try {
+          c.entries.push_back(*p);
+        } catch (...) {
+          // no memory for the list's own bookkeeping: release instead
+          c.unclaim(p->committed);
+          release_mapping(p->mapping, p->mapping_size);
+        }
+      }
+      delete s;
+    }
+    s = next;
+  }
+}
+
+// The key that leads each thread to its slot; ok is false if the OS gave none, and then every
+// thread uses the shared list.
+struct SlotKey {
+  pal::ThreadKey key;
+  bool ok = false;
+};
+const SlotKey& slot_key() noexcept {
+  static const SlotKey k = [] {
+    SlotKey r;
+    r.ok = !pal::create_thread_key(&retire_slot, &r.key);
+    return r;
+  }();
+  return k;
+}
+
+// This thread's slot, made if `create` and there is none. nullptr without one: before the
+// thread's first take_parked, once its slot is retired during thread exit, or if the OS or the
+// heap refused. Only take_parked creates, so arenas destroyed during thread exit after the slot
+// was retired park in the shared list instead of making a slot that would never be retired.
+ThreadSlot* my_slot(bool create) noexcept {
+  const SlotKey& k = slot_key();
+  if (!k.ok) return nullptr;
+  auto* slot = static_cast<ThreadSlot*>(pal::thread_value(k.key));
+  if (slot != nullptr || !create) return slot;
+  slot = new (std::nothrow) ThreadSlot;
+  if (slot == nullptr) return nullptr;
+  if (pal::set_thread_value(k.key, slot)) {
+    delete slot;
+    return nullptr;
+  }
+  ReservationCache& c = cache();
+  std::lock_guard lock(c.mutex);
+  reap_retired(c);  // so the registry holds the live threads and those ended since the last reap
+  slot->next = c.slots;
+  if (slot->next) slot->next->prev = slot;
+  c.slots = slot;
+  return slot;
 }
 
 std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& options) noexcept {
   ReservationCache& c = cache();
+  ThreadSlot* const slot = my_slot(c.limit.load(std::memory_order_relaxed) != 0);
   if (c.count.load(std::memory_order_relaxed) == 0) return std::nullopt;
-  if (ThreadSlot* slot = my_slot()) {
+  if (slot != nullptr) {
     slot->lock();
     if (slot->parked && slot->parked->mapping_size == mapping_size &&
         slot->parked->options == options) {
@@ -353,6 +394,7 @@ std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& 
     slot->unlock();
   }
   std::lock_guard lock(c.mutex);
+  reap_retired(c);
   for (std::size_t i = c.entries.size(); i-- > 0;) {
     if (c.entries[i].mapping_size == mapping_size && c.entries[i].options == options) {
       Parked p = c.entries[i];
@@ -370,7 +412,7 @@ std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& 
 bool park(const Parked& p) noexcept {
   ReservationCache& c = cache();
   if (!c.claim(p.committed)) return false;
-  if (ThreadSlot* slot = my_slot()) {
+  if (ThreadSlot* slot = my_slot(false)) {
     slot->lock();
     if (!slot->parked) {
       slot->parked = p;
@@ -394,6 +436,7 @@ std::vector<Parked> take_all() noexcept {
   ReservationCache& c = cache();
   std::vector<Parked> gone;
   std::lock_guard lock(c.mutex);
+  reap_retired(c);
   gone.swap(c.entries);
   for (ThreadSlot* s = c.slots; s; s = s->next) {
     if (std::optional<Parked> p = s->take()) {

@@ -5,6 +5,7 @@
 // Linux, so the paths macOS and FreeBSD take run and are tested here; only the calls that exist
 // on one OS alone (mach, sysctl / kinfo_proc) keep Linux's /proc stand-ins.
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -241,6 +242,26 @@ std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
   (void)size;
   return std::make_error_code(std::errc::not_supported);
 #endif
+}
+
+// ---- per-thread values --------------------------------------------------------------------------
+
+// pthread key destructors run at thread exit with the value already cleared; glibc runs them after
+// the thread's C++ thread_local destructors.
+std::error_code create_thread_key(ThreadExitFn on_exit, ThreadKey* out) noexcept {
+  pthread_key_t key;
+  if (int e = ::pthread_key_create(&key, on_exit)) return os_error(e);
+  out->id = static_cast<std::uintptr_t>(key);
+  return {};
+}
+
+void* thread_value(ThreadKey key) noexcept {
+  return ::pthread_getspecific(static_cast<pthread_key_t>(key.id));
+}
+
+std::error_code set_thread_value(ThreadKey key, void* value) noexcept {
+  if (int e = ::pthread_setspecific(static_cast<pthread_key_t>(key.id), value)) return os_error(e);
+  return {};
 }
 
 // ---- errors ------------------------------------------------------------------------------------

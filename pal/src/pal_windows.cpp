@@ -9,7 +9,10 @@
 // windows.h first: psapi.h needs its types.
 #include <psapi.h>
 
+#include <array>
+#include <atomic>
 #include <cstdio>
+#include <utility>
 
 #include "pal_internal.hpp"
 
@@ -139,6 +142,63 @@ std::error_code prefault(void* addr, std::size_t size) noexcept {
 std::error_code advise_huge_pages(void*, std::size_t) noexcept {
   // Large pages on Windows need SeLockMemoryPrivilege and MEM_LARGE_PAGES at reservation time.
   return std::make_error_code(std::errc::not_supported);
+}
+
+// ---- per-thread values --------------------------------------------------------------------------
+
+namespace {
+
+// FlsAlloc passes its callback only the value, and wants a WINAPI function (another calling
+// convention on 32-bit x86): one trampoline per key, each knowing its key's index and function.
+constexpr std::size_t kMaxThreadKeys = 8;
+std::atomic<std::size_t> g_thread_keys{0};
+std::array<std::atomic<ThreadExitFn>, kMaxThreadKeys> g_thread_exit_fns{};
+std::array<std::atomic<DWORD>, kMaxThreadKeys> g_fls_indexes{};
+
+template <std::size_t I>
+VOID WINAPI thread_exit_trampoline(PVOID value) {
+  if (value == nullptr) return;
+  const ThreadExitFn on_exit = g_thread_exit_fns[I].load(std::memory_order_acquire);
+  if (on_exit == nullptr) return;
+  on_exit(value);
+  // The contract says the value then reads nullptr, so that code running later in this thread's
+  // exit does not find it. Wine clears it after the callback; Microsoft's documentation does not
+  // say, so clear it here too. When a fiber other than the current one is deleted, the current
+  // fiber's value differs and stays.
+  const DWORD index = g_fls_indexes[I].load(std::memory_order_acquire);
+  if (::FlsGetValue(index) == value) ::FlsSetValue(index, nullptr);
+}
+
+template <std::size_t... I>
+constexpr std::array<PFLS_CALLBACK_FUNCTION, kMaxThreadKeys> make_trampolines(
+    std::index_sequence<I...>) {
+  return {&thread_exit_trampoline<I>...};
+}
+constexpr std::array<PFLS_CALLBACK_FUNCTION, kMaxThreadKeys> kTrampolines =
+    make_trampolines(std::make_index_sequence<kMaxThreadKeys>());
+
+}  // namespace
+
+std::error_code create_thread_key(ThreadExitFn on_exit, ThreadKey* out) noexcept {
+  const std::size_t i = g_thread_keys.fetch_add(1, std::memory_order_relaxed);
+  if (i >= kMaxThreadKeys) return os_error(ERROR_NO_SYSTEM_RESOURCES);
+  // The function is in place before the index exists: no thread can set a value, so none can
+  // exit with one, before both are.
+  g_thread_exit_fns[i].store(on_exit, std::memory_order_release);
+  const DWORD index = ::FlsAlloc(kTrampolines[i]);
+  if (index == FLS_OUT_OF_INDEXES) return last_error();  // trampoline i stays unused
+  g_fls_indexes[i].store(index, std::memory_order_release);
+  out->id = index;
+  return {};
+}
+
+void* thread_value(ThreadKey key) noexcept {
+  return ::FlsGetValue(static_cast<DWORD>(key.id));
+}
+
+std::error_code set_thread_value(ThreadKey key, void* value) noexcept {
+  if (!::FlsSetValue(static_cast<DWORD>(key.id), value)) return last_error();
+  return {};
 }
 
 // ---- errors ------------------------------------------------------------------------------------

@@ -89,10 +89,11 @@ struct ArenaOptions {
 // trimmed to its first commit step, and new arenas of the same size and options take one instead
 // of calling the OS. Each thread has one slot reached without a lock, behind it a shared list;
 // slots and list together hold at most `entries` reservations (default 16) and at most 1 MiB of
-// committed memory. At thread exit a slot's reservation moves to the list or back to the OS, in
-// any destruction order of thread_local objects. 0 turns the cache off and releases everything
-// parked, in every thread's slot. Thread-safe. Memory taken from the cache is not zeroed (like
-// malloc): containers construct what they store.
+// committed memory. A thread's end retires its slot, and the next operation that takes the list's
+// lock moves the slot's reservation to the list (or back to the OS), in any destruction order of
+// thread_local objects; arenas destroyed during thread exit after that park in the list. 0 turns
+// the cache off and releases everything parked, in every thread's slot. Thread-safe. Memory taken
+// from the cache is not zeroed (like malloc): containers construct what they store.
 void set_reservation_cache_limit(std::size_t entries) noexcept;
 // Releases every parked reservation (the shared list and every thread's slot) to the OS.
 void clear_reservation_cache() noexcept;

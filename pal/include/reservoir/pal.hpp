@@ -82,6 +82,36 @@ struct MemoryLimit {
 // without cgroups; Windows job-object limits already make VirtualAlloc's commit fail).
 bool memory_limit(MemoryLimit* out) noexcept;
 
+// ---- per-thread values --------------------------------------------------------------------------
+//
+// A pointer per thread that the OS keeps (POSIX: a pthread key; Windows: fiber-local storage),
+// with a function the OS runs when a thread that set it ends. Unlike a C++ thread_local object
+// with a destructor, it does not depend on the compiler's thread_local storage: MinGW-w64 GCC keeps
+// thread_local objects in emutls blocks that winpthreads may free before it runs the destructors
+// of the objects in them (GCC bug 80816), so there such a destructor works on freed memory.
+
+struct ThreadKey {
+  std::uintptr_t id = 0;
+};
+using ThreadExitFn = void (*)(void* value);
+
+// Creates a key whose value is nullptr on every thread until that thread sets it. When a thread
+// (on Windows: a fiber) whose value is not nullptr ends, `on_exit` runs once with that value,
+// which then reads nullptr. It may run before or after the thread's C++ thread_local destructors
+// (after them on glibc and on MinGW-w64 threads started by winpthreads, such as std::thread's),
+// so code that runs during thread exit must expect nullptr. On Windows it may also run when the
+// process exits. It must not wait for anything another thread may hold at that moment. Keys are
+// never deleted, so `on_exit` must stay loaded while any thread may end (a DLL that holds it must
+// not be unloaded); Windows allows at most 8 keys per process (ERROR_NO_SYSTEM_RESOURCES beyond).
+std::error_code create_thread_key(ThreadExitFn on_exit, ThreadKey* out) noexcept;
+
+// The calling thread's value of `key`, or nullptr.
+void* thread_value(ThreadKey key) noexcept;
+
+// Sets the calling thread's value of `key`. A value set while the thread is already ending may
+// never reach `on_exit`.
+std::error_code set_thread_value(ThreadKey key, void* value) noexcept;
+
 // ---- errors ------------------------------------------------------------------------------------
 
 // The category of the error codes above: errno on POSIX, GetLastError() on Windows (whose
