@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -97,9 +98,17 @@ inline std::string format_count(std::uint64_t n) {
     m /= 10;
     ++exp;
   }
-  if (m < 10) return std::to_string(m) + "e" + std::to_string(exp);
-  if (m < 100 && exp > 0)
-    return std::to_string(m / 10) + "." + std::to_string(m % 10) + "e" + std::to_string(exp + 1);
+  // Built with snprintf: g++ 12 at -O3 warns falsely (-Wrestrict) on chains of string +.
+  char buf[32];
+  if (m < 10) {
+    std::snprintf(buf, sizeof buf, "%llue%d", static_cast<unsigned long long>(m), exp);
+    return buf;
+  }
+  if (m < 100 && exp > 0) {
+    std::snprintf(buf, sizeof buf, "%llu.%llue%d", static_cast<unsigned long long>(m / 10),
+                  static_cast<unsigned long long>(m % 10), exp + 1);
+    return buf;
+  }
   return std::to_string(n);
 }
 

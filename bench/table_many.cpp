@@ -1,0 +1,102 @@
+// reservoir-bench table 7: many small arrays alive at once (many_arrays.hpp), built, then all
+// destroyed; build and destruction timed apart, and the peak memory of the whole child.
+#include "tour.hpp"
+
+#include "many_arrays.hpp"
+
+namespace reservoir::bench::tour {
+
+namespace {
+
+// Elements per array: 1e2, 1e3 and 1e4, as far as kManyArrays of them stay within the largest
+// --sizes (the quick tour's 1e7: 1e2 and 1e3).
+std::vector<std::uint64_t> per_array_sizes(const Config& cfg) {
+  const std::uint64_t largest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t per : {100u, 1'000u, 10'000u}) {
+    if (per * rb::kManyArrays <= largest || out.empty()) out.push_back(per);
+  }
+  return out;
+}
+
+double median(std::vector<double> s) {
+  if (s.empty()) return 0;
+  std::sort(s.begin(), s.end());
+  return s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
+}
+
+void run_many(const Config& cfg, std::vector<Result>& out) {
+  Progress progress(!cfg.quiet);
+  for (std::uint64_t per : per_array_sizes(cfg)) {
+    std::vector<Result> cells;
+    for (const char* c : rb::kManyArraysContainers) {
+      Result r("many", c, "int", per);
+      r.arrays = rb::kManyArrays;
+      if (std::string why = skip_reason(rb::Container::vector, rb::Type::int_,
+                                        per * rb::kManyArrays, cfg.granule);
+          !why.empty()) {
+        r.status = why;
+      }
+      cells.push_back(std::move(r));
+    }
+    std::string checksum;  // every contender must build the same elements
+    for (int rep = 0; rep < cfg.reps; ++rep) {
+      for (Result& r : cells) {
+        if (r.status != "ok") continue;
+        progress.show(fmt::format("many: {} arrays of {} rep {}/{} {}", rb::format_count(r.arrays),
+                                  rb::format_count(per), rep + 1, cfg.reps, r.container));
+        auto f = run_cell(cfg, "many", r.container, "int", per, r.arrays, &r.status);
+        if (r.status != "ok") continue;
+        if (checksum.empty()) checksum = f["checksum"];
+        if (f["checksum"] != checksum) {
+          r.status = "error: built other elements than the other contenders";
+          continue;
+        }
+        r.samples.push_back(std::stod(f["seconds"]));
+        r.destroy_samples.push_back(std::stod(f["destroy_seconds"]));
+        r.peak_bytes = std::max<std::uint64_t>(r.peak_bytes, std::stoull(f["peak"]));
+      }
+    }
+    for (Result& r : cells) {
+      summarize(r, per * r.arrays);
+      r.destroy_seconds = median(r.destroy_samples);
+      r.peak_bytes = r.peak_bytes > cfg.idle_peak ? r.peak_bytes - cfg.idle_peak : 0;
+      r.data_bytes = per * r.arrays * sizeof(int);
+      out.push_back(std::move(r));
+    }
+  }
+  progress.done();
+}
+
+void print_many(const Config& cfg, const std::vector<Result>& rs) {
+  fmt::print(
+      "7. Many arrays: {} arrays of ints alive at once, each built by push_back, then all "
+      "destroyed\n   (median of {} interleaved reps; peak: the child's, above an idle one)\n\n",
+      rb::format_count(rb::kManyArrays), cfg.reps);
+  fmt::print("{:>9}  {:<16}{:>11}  {:>21}  {:>16}  {:>11}  {:>16}  {:>16}\n", "per array",
+             "container", "build", "min..max", "vs vector", "destroy", "destroy vs vector", "peak");
+  for (const Result& r : rs) {
+    if (r.table != "many") continue;
+    if (r.status != "ok") {
+      fmt::print("{:>9}  {:<16}{}\n", rb::format_count(r.size), r.container, r.status);
+      continue;
+    }
+    const Result* base = find(rs, "many", "vector", "int", r.size);
+    const bool have_base = base && base->status == "ok" && base != &r;
+    fmt::print("{:>9}  {:<16}{:>11}  {:>21}  {:>16}  {:>11}  {:>16}  {:>16}\n",
+               rb::format_count(r.size), r.container, format_seconds(r.seconds),
+               format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max) +
+                   (r.unstable ? " ?" : ""),
+               speed_ratio(base, r), format_seconds(r.destroy_seconds),
+               have_base ? speed_ratio(base->destroy_seconds, r.destroy_seconds) : "-",
+               fmt::format("{} ({:.2f}x)", format_bytes(r.peak_bytes),
+                           static_cast<double>(r.peak_bytes) / static_cast<double>(r.data_bytes)));
+  }
+  fmt::print("\n");
+}
+
+}  // namespace
+
+const Table kManyArraysTable = {"many", run_many, print_many};
+
+}  // namespace reservoir::bench::tour

@@ -1,0 +1,74 @@
+// reservoir-bench table 2: time to construct and fill, interleaved repetitions.
+#include "tour.hpp"
+
+namespace reservoir::bench::tour {
+
+namespace {
+
+void run_throughput(const Config& cfg, std::vector<Result>& out) {
+  Progress progress(!cfg.quiet);
+  for (rb::Type t : cfg.types) {
+    for (std::uint64_t n : cfg.sizes) {
+      std::vector<Result> cells;
+      for (rb::Container c : cfg.containers) {
+        Result r("throughput", rb::name(c), rb::name(t), n);
+        if (std::string why = skip_reason(c, t, n, cfg.granule); !why.empty()) r.status = why;
+        cells.push_back(std::move(r));
+      }
+      // Interleaved: every repetition runs every contender once, so drift hits all alike.
+      for (int rep = 0; rep < cfg.reps; ++rep) {
+        for (Result& r : cells) {
+          if (r.status != "ok") continue;
+          progress.show(fmt::format("throughput: {} {} rep {}/{} {}", r.type, rb::format_count(n),
+                                    rep + 1, cfg.reps, r.container));
+          auto f = run_cell(cfg, "throughput", r.container, r.type, n, batch_for(n), &r.status);
+          if (r.status == "ok") r.samples.push_back(std::stod(f["seconds"]));
+        }
+      }
+      for (Result& r : cells) {
+        summarize(r, n);
+        out.push_back(std::move(r));
+      }
+    }
+  }
+  progress.done();
+}
+
+void print_throughput(const Config& cfg, const std::vector<Result>& rs) {
+  fmt::print(
+      "2. Throughput: time to construct and fill (median of {} interleaved reps; min..max)\n\n",
+      cfg.reps);
+  fmt::print("{:<11}{:>6}  {:<16}{:>11}  {:>21}  {:>10}  {:>16}  {:>16}\n", "type", "size",
+             "container", "median", "min..max", "Melem/s", "vs vector", "vs populated");
+  for (auto t : cfg.types) {
+    for (auto n : cfg.sizes) {
+      const Result* base = find(rs, "throughput", "vector", rb::name(t), n);
+      const Result* populated = find(rs, "throughput", "vector_populate", rb::name(t), n);
+      for (auto c : cfg.containers) {
+        const Result* r = find(rs, "throughput", rb::name(c), rb::name(t), n);
+        if (!r) continue;
+        if (r->status != "ok") {
+          fmt::print("{:<11}{:>6}  {:<16}{}\n", r->type, rb::format_count(n), r->container,
+                     r->status);
+          continue;
+        }
+        fmt::print("{:<11}{:>6}  {:<16}{:>11}  {:>21}  {:>10.1f}  {:>16}  {:>16}\n", r->type,
+                   rb::format_count(n), r->container, format_seconds(r->seconds),
+                   format_seconds(r->seconds_min) + ".." + format_seconds(r->seconds_max) +
+                       (r->unstable ? " ?" : ""),
+                   r->eps / 1e6, speed_ratio(base, *r), speed_ratio(populated, *r));
+      }
+    }
+  }
+  fmt::print(
+      "\n   vs populated: against std::vector whose buffers are populated when allocated; floor: "
+      "one\n   populated buffer of the final size filled by a loop. ? = unstable: max/min of the "
+      "reps > {:g}\n\n",
+      kUnstableSpread);
+}
+
+}  // namespace
+
+const Table kThroughputTable = {"throughput", run_throughput, print_throughput};
+
+}  // namespace reservoir::bench::tour

@@ -1,0 +1,167 @@
+// reservoir-bench's tour: what its tables share. Every measurement runs in a fresh child process
+// (this same binary, re-executed with --child), so each peak is that cell's own and a cell that
+// dies is reported as such while the bench goes on. Each table (table_*.cpp) is a Table: it runs
+// its cells into a list of Results and prints them; bench_main.cpp parses the options and
+// dispatches.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <reservoir/reservoir.hpp>
+
+#include "parse.hpp"
+#include "table_mixed.hpp"
+#include "workloads.hpp"
+
+namespace reservoir::bench::tour {
+
+namespace rb = reservoir::bench;
+namespace pal = reservoir::pal;
+using reservoir::format_bytes;
+
+// ---- configuration ------------------------------------------------------------------------------
+
+struct Config {
+  std::vector<std::uint64_t> sizes;
+  std::vector<rb::Container> containers;
+  std::vector<rb::Type> types;
+  int reps = 3;
+  std::uint64_t granule = reservoir::kDefaultCommitGranule;
+  std::uint64_t max_step = reservoir::kDefaultMaxCommitStep;
+  std::uint64_t reserve_bytes = 0;  // DynArray reservation; 0 = the library default
+  bool prefault = reservoir::ArenaOptions{}.prefault;  // the library's defaults
+  bool huge_pages = reservoir::ArenaOptions{}.huge_pages;
+  std::vector<std::string> tables = {"memory",  "throughput", "latency",  "concurrent",
+                                     "collatz", "mixed",      "timeline", "many"};
+  std::vector<std::uint64_t> threads = {1, 2, 4};  // the concurrent table; empty: skip it
+  rb::mixed::TableOptions mixed;                   // the mixed table
+  std::string json, csv, markdown;
+  bool quiet = false;
+  double cell_budget = 60;  // seconds one child may run before it is killed
+  double total_budget = 0;  // seconds for the whole run (0: none); later cells are skipped
+  double ns_per_tick = 1.0;
+  std::uint64_t idle_peak = 0;  // peak memory of an idle child, subtracted from memory cells
+  std::uint64_t overhead_ticks = 0;
+};
+
+reservoir::ArenaOptions arena_options(std::uint64_t granule, std::uint64_t max_step, bool prefault,
+                                      bool huge);
+
+// ---- results ------------------------------------------------------------------------------------
+
+struct Result {
+  Result(std::string tbl, std::string cont, std::string typ, std::uint64_t n)
+      : table(std::move(tbl)), container(std::move(cont)), type(std::move(typ)), size(n) {}
+  std::string table, container, type;
+  std::uint64_t size = 0;
+  std::uint64_t threads = 0;  // concurrent table only
+  std::string status = "ok";
+  bool unstable = false;                         // max/min across repetitions above kUnstableSpread
+  std::uint64_t peak_bytes = 0, data_bytes = 0;  // memory
+  double seconds = 0, seconds_min = 0, seconds_max = 0, eps = 0;  // throughput
+  std::vector<double> samples;                                    // throughput
+  std::map<std::string, std::uint64_t> latency;                   // latency: min p50 ... d6
+  std::vector<std::array<std::uint64_t, 3>> timeline;  // timeline: elements, rss, peak rss
+  std::uint64_t arrays = 0;                            // many: arrays alive at once
+  double destroy_seconds = 0;                          // many: median time to destroy them all
+  std::vector<double> destroy_samples;                 // many
+};
+
+// A cell whose slowest repetition took more than this times its fastest is marked unstable.
+inline constexpr double kUnstableSpread = 1.5;
+
+// Median, min and max of the repetitions, and elements per second.
+void summarize(Result& r, std::uint64_t n);
+
+// The result of table / container / type / size in rs, or nullptr.
+const Result* find(const std::vector<Result>& rs, const std::string& table, const std::string& c,
+                   const std::string& t, std::uint64_t n);
+
+// ---- running cells ------------------------------------------------------------------------------
+
+double seconds_since_start();
+
+// Runs one child; returns its "ok ..." fields, or sets status to what went wrong. A child that
+// outlives cfg.cell_budget is killed ("timed out after N s"); once cfg.total_budget is spent, no
+// more children start ("skipped: ...").
+std::map<std::string, std::string> run_cell(const Config& cfg, const std::string& table,
+                                            const std::string& container, const std::string& type,
+                                            std::uint64_t n, std::uint64_t batch,
+                                            std::string* status);
+
+// The most memory a cell may need, and "" if it fits in memory, else the reason to skip it.
+std::uint64_t estimate_peak(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule);
+std::string skip_reason(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule);
+
+// The median peak memory of three idle children.
+std::uint64_t idle_peak(const Config& cfg);
+
+// How many builds one throughput/latency child does, so tiny sizes are timed over >= ~2 ms.
+std::uint64_t batch_for(std::uint64_t n);
+
+// The child side: `--child TABLE ...` (see tour_child.cpp).
+int child_main(int argc, char** argv);
+
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled && pal::stderr_is_terminal()) {}
+  void show(const std::string& what) {
+    if (enabled_) std::fprintf(stderr, "\r\033[K%s", what.c_str());
+  }
+  void done() {
+    if (enabled_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  bool enabled_;
+};
+
+// ---- printing -----------------------------------------------------------------------------------
+
+std::string format_ns(double ns);
+std::string format_seconds(double s);
+// "2.00x faster" / "1.50x slower" / "-"; with Results, " ?" appended when either is unstable: no
+// ratio is printed against a shaky baseline without saying so.
+std::string speed_ratio(double base, double mine);
+std::string speed_ratio(const Result* base, const Result& mine);
+double ratio_value(const Result* base, const Result& mine);
+
+struct Context {
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+Context make_context(const Config& cfg, std::uint64_t idle);
+bool is_debug_build();
+void print_header(const Context& ctx);
+
+void write_json(const std::string& path, const Context& ctx, const std::vector<Result>& rs,
+                const std::vector<rb::mixed::Cell>& mixed);
+void write_csv(const std::string& path, const std::vector<Result>& rs);
+void write_markdown(const std::string& path, const Config& cfg, const Context& ctx,
+                    const std::vector<Result>& rs);
+
+// `reservoir-bench compare BASE.json NEW.json [--threshold PCT]` (compare.cpp).
+int compare_main(int argc, char** argv);
+
+// ---- the tables ---------------------------------------------------------------------------------
+
+// One table of the tour: runs its cells, appending to results, and prints them.
+struct Table {
+  const char* name;
+  void (*run)(const Config& cfg, std::vector<Result>& results);
+  void (*print)(const Config& cfg, const std::vector<Result>& results);
+};
+extern const Table kMemoryTable, kThroughputTable, kLatencyTable, kConcurrentTable, kCollatzTable,
+    kTimelineTable, kManyArraysTable;
+
+// The sizes the concurrent and timeline tables use (derived from --sizes).
+std::uint64_t concurrent_size(const Config& cfg);
+std::uint64_t timeline_size(const Config& cfg);
+
+}  // namespace reservoir::bench::tour

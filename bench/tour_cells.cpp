@@ -1,0 +1,138 @@
+// reservoir-bench: running one cell in a child process, and what decides whether it runs.
+#include "tour.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+
+#include "parse.hpp"
+
+namespace reservoir::bench::tour {
+
+reservoir::ArenaOptions arena_options(std::uint64_t granule, std::uint64_t max_step, bool prefault,
+                                      bool huge) {
+  reservoir::ArenaOptions o;
+  o.commit_granule = granule;
+  o.max_commit_step = max_step;
+  o.prefault = prefault;
+  o.huge_pages = huge;
+  return o;
+}
+
+using SteadyClock = std::chrono::steady_clock;
+const SteadyClock::time_point g_run_start = SteadyClock::now();
+
+double seconds_since_start() {
+  return std::chrono::duration<double>(SteadyClock::now() - g_run_start).count();
+}
+
+std::map<std::string, std::string> run_cell(const Config& cfg, const std::string& table,
+                                            const std::string& container, const std::string& type,
+                                            std::uint64_t n, std::uint64_t batch,
+                                            std::string* status) {
+  if (cfg.total_budget > 0 && seconds_since_start() > cfg.total_budget) {
+    *status = fmt::format("skipped: the run's budget of {:g} s is spent", cfg.total_budget);
+    return {};
+  }
+  pal::ProcessResult r;
+  const std::vector<std::string> args = {"--child",
+                                         table,
+                                         container,
+                                         type,
+                                         std::to_string(n),
+                                         std::to_string(cfg.granule),
+                                         std::to_string(cfg.max_step),
+                                         cfg.prefault ? "1" : "0",
+                                         cfg.huge_pages ? "1" : "0",
+                                         std::to_string(batch),
+                                         fmt::format("{:.12g}", cfg.ns_per_tick),
+                                         std::to_string(cfg.reserve_bytes)};
+  if (std::error_code ec = pal::run_process(pal::self_reexec_path(), args, &r)) {
+    *status = "cannot start child: " + pal::describe(ec);
+    return {};
+  }
+  std::string line = r.output.substr(0, r.output.find('\n'));
+  if (r.exited && r.exit_code == 0 && line.rfind("ok", 0) == 0) {
+    *status = "ok";
+    return rb::parse_fields(line);
+  }
+  if (line.rfind("error ", 0) == 0) {
+    *status = line.substr(6);
+#if !defined(_WIN32)
+  } else if (r.signal == SIGALRM) {
+    *status = fmt::format("timed out after {:g} s", std::ceil(cfg.cell_budget));
+#endif
+  } else if (r.signal) {
+    *status = fmt::format("killed by signal {}{}", r.signal,
+                          r.signal == 9 ? " (SIGKILL: out of memory?)" : "");
+  } else if (r.exception) {
+    *status = fmt::format("died of exception 0x{:08X}", r.exception);
+  } else {
+    *status = fmt::format("exited with code {}", r.exit_code);
+  }
+  return {};
+}
+
+// The most memory a cell may need: std::vector holds old and new buffers while it reallocates
+// (up to 3x the data), the others about 1x; plus the heap every unique_ptr owns.
+std::uint64_t estimate_peak(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule) {
+  const double data = static_cast<double>(n) * static_cast<double>(rb::element_size(t));
+  double factor = 1.0;
+  // A growing vector holds old and new buffers while it copies; pmr resources that never free
+  // (monotonic, or an arena where the old buffer is not the last block) keep them all: ~2x.
+  if (c == rb::Container::vector || c == rb::Container::vector_populate ||
+      c == rb::Container::pmr_arena || c == rb::Container::pmr_monotonic) {
+    factor = 3.0;
+  }
+  if (c == rb::Container::deque) factor = 1.1;
+  return static_cast<std::uint64_t>(data * factor +
+                                    static_cast<double>(n * rb::owned_heap_per_element(t))) +
+         granule + (64u << 20);
+}
+
+// Returns "" if the cell fits in memory, else the reason to skip it.
+std::string skip_reason(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule) {
+  const std::uint64_t need = estimate_peak(c, t, n, granule);
+  const std::uint64_t avail = pal::available_memory();
+  if (avail != 0 && static_cast<double>(need) > 0.85 * static_cast<double>(avail)) {
+    return fmt::format("skipped: needs ~{}, {} available", format_bytes(need), format_bytes(avail));
+  }
+  return {};
+}
+
+std::uint64_t idle_peak(const Config& cfg) {
+  std::vector<std::uint64_t> peaks;
+  for (int i = 0; i < 3; ++i) {
+    std::string status;
+    auto f = run_cell(cfg, "memory", "none", "none", 0, 1, &status);
+    if (status == "ok") peaks.push_back(std::stoull(f["peak"]));
+  }
+  if (peaks.empty()) return 0;
+  std::sort(peaks.begin(), peaks.end());
+  return peaks[peaks.size() / 2];
+}
+
+void summarize(Result& r, std::uint64_t n) {
+  if (r.status != "ok" || r.samples.empty()) return;
+  std::vector<double> s = r.samples;
+  std::sort(s.begin(), s.end());
+  r.seconds = s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
+  r.seconds_min = s.front();
+  r.seconds_max = s.back();
+  r.eps = r.seconds > 0 ? static_cast<double>(n) / r.seconds : 0;
+  r.unstable = s.size() > 1 && r.seconds_min > 0 && r.seconds_max / r.seconds_min > kUnstableSpread;
+}
+
+std::uint64_t batch_for(std::uint64_t n) {
+  return n >= 1'000'000 ? 1 : 2'000'000 / n + 1;
+}
+
+const Result* find(const std::vector<Result>& rs, const std::string& table, const std::string& c,
+                   const std::string& t, std::uint64_t n) {
+  for (const Result& r : rs) {
+    if (r.table == table && r.container == c && r.type == t && r.size == n) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace reservoir::bench::tour

@@ -1,0 +1,139 @@
+// reservoir-bench: the child side of every tour table.
+//   --child memory|throughput|latency|concurrent|collatz|timeline|many CONTAINER TYPE SIZE GRANULE
+//           MAX_STEP PREFAULT HUGE BATCH NS_PER_TICK RESERVE_BYTES
+// prints one line "ok key=value ..." and exits 0; "error <what>" and exit 3 on an exception.
+#include "tour.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+
+#include "clock.hpp"
+#include "collatz.hpp"
+#include "histogram.hpp"
+#include "many_arrays.hpp"
+#include "timeline.hpp"
+
+#if !defined(_WIN32)
+#include <unistd.h>
+#endif
+
+namespace reservoir::bench::tour {
+
+namespace {
+
+std::string percentiles_line(const rb::LogLinearHistogram& h) {
+  std::string s = fmt::format("count={} min={} p50={} p90={} p99={} p99_9={} p99_99={} max={}",
+                              h.count(), h.min(), h.percentile(50), h.percentile(90),
+                              h.percentile(99), h.percentile(99.9), h.percentile(99.99), h.max());
+  for (std::size_t d = 0; d < rb::LogLinearHistogram::kDecades; ++d) {
+    s += fmt::format(" d{}={}", d, h.decades()[d]);
+  }
+  return s;
+}
+
+}  // namespace
+
+int child_main(int argc, char** argv) {
+  if (argc != 13) {
+    std::fprintf(stderr, "reservoir-bench: bad --child arguments\n");
+    return 2;
+  }
+  const std::string table = argv[2];
+#if !defined(_WIN32)
+  // The cell budget: SIGALRM ends a child that outlives it, the parent reports the timeout.
+  if (const char* budget = std::getenv("RESERVOIR_BENCH_CELL_BUDGET")) {
+    const double seconds = std::strtod(budget, nullptr);
+    if (seconds > 0) alarm(static_cast<unsigned>(std::ceil(seconds)));
+  }
+#endif
+  if (std::string_view(argv[3]) == "none") {  // the idle baseline
+    std::printf("ok peak=%zu\n", pal::peak_rss());
+    return 0;
+  }
+  // These tables name their own contenders.
+  const bool concurrent =
+      table == "concurrent" || table == "collatz" || table == "timeline" || table == "many";
+  const auto container = concurrent ? std::optional<rb::Container>(rb::Container::dynarray)
+                                    : rb::parse_enum(argv[3], rb::kAllContainers);
+  const auto type = rb::parse_enum(argv[4], rb::kAllTypes);
+  if (!container || !type) return 2;
+  const std::uint64_t n = std::strtoull(argv[5], nullptr, 10);
+  const auto options =
+      arena_options(std::strtoull(argv[6], nullptr, 10), std::strtoull(argv[7], nullptr, 10),
+                    argv[8][0] == '1', argv[9][0] == '1');
+  const std::uint64_t batch = std::max<std::uint64_t>(1, std::strtoull(argv[10], nullptr, 10));
+  const double ns_per_tick = std::strtod(argv[11], nullptr);
+  const std::uint64_t reserve = std::strtoull(argv[12], nullptr, 10);
+  try {
+    if (table == "memory") {
+      rb::NoLatency none;
+      rb::with_type(*type,
+                    [&]<class T>() { return rb::build<T>(*container, n, options, reserve, none); });
+      const std::size_t peak = pal::peak_rss();
+      if (peak == 0) {
+        std::printf("error the OS did not report this process's peak memory\n");
+        return 3;
+      }
+      std::printf("ok peak=%zu\n", peak);
+    } else if (table == "throughput") {
+      rb::NoLatency none;
+      std::vector<double> times;
+      for (std::uint64_t b = 0; b < batch; ++b) {
+        times.push_back(rb::with_type(
+            *type, [&]<class T>() { return rb::build<T>(*container, n, options, reserve, none); }));
+      }
+      const double total = std::accumulate(times.begin(), times.end(), 0.0);
+      std::printf("ok seconds=%.9g\n", total / static_cast<double>(batch));
+    } else if (table == "collatz") {
+      double seconds = 0;
+      if (std::string_view(argv[3]) == "concurrent_dynarray") {
+        reservoir::ConcurrentDynArray<std::uint32_t> memo(reservoir::max_elements(n), options);
+        seconds = collatz::with_concurrent_dynarray(n, static_cast<unsigned>(batch), memo);
+        if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
+      } else if (std::string_view(argv[3]) == "vector_shared_mutex") {
+        std::vector<std::uint32_t> memo;
+        seconds = collatz::with_vector_shared_mutex(n, static_cast<unsigned>(batch), memo);
+        if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
+      } else {
+        return 2;
+      }
+      std::printf("ok seconds=%.9g\n", seconds);
+    } else if (table == "timeline") {
+      const std::string samples = rb::timeline_child(argv[3], n, options);
+      std::printf("ok samples=%s\n", samples.c_str());
+    } else if (table == "many") {
+      const rb::ManyArraysTimes t = rb::many_arrays(argv[3], batch, n);
+      std::printf("ok seconds=%.9g destroy_seconds=%.9g checksum=%llu peak=%zu\n", t.build_seconds,
+                  t.destroy_seconds, static_cast<unsigned long long>(t.checksum), pal::peak_rss());
+    } else if (table == "concurrent") {
+      const double seconds =
+          rb::concurrent_build(argv[3], n, static_cast<unsigned>(batch), options);
+      std::printf("ok seconds=%.9g\n", seconds);
+    } else if (table == "latency") {
+      rb::AppendLatency rec;
+      rec.ns_per_tick = ns_per_tick;
+      double seconds = 0;
+      for (std::uint64_t b = 0; b < batch; ++b) {
+        seconds += rb::with_type(
+            *type, [&]<class T>() { return rb::build<T>(*container, n, options, reserve, rec); });
+      }
+      std::printf("ok seconds=%.9g %s\n", seconds, percentiles_line(rec.histogram).c_str());
+    } else {
+      return 2;
+    }
+  } catch (const std::bad_alloc& e) {
+    std::printf("error std::bad_alloc: %s\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    std::printf("error %s\n", e.what());
+    return 3;
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace reservoir::bench::tour
