@@ -63,13 +63,44 @@ TEST_SUITE("arena") {
     CHECK(a.size() == 0);
     CHECK(a.committed() == 0);
     CHECK(a.reserved() >= 10 * kMiB);
-    CHECK(a.commit_granule() == reservoir::kDefaultCommitGranule);
+    // One page: 4 KiB, or the page size where pages are larger.
+    CHECK(a.commit_granule() == std::max(reservoir::kDefaultCommitGranule, pal::page_size()));
     CHECK(reinterpret_cast<std::uintptr_t>(a.base()) % pal::page_size() == 0);
   }
 
+  TEST_CASE("the first steps double from one granule to kDoublingStepLimit, then stay above it") {
+    reservoir::clear_reservation_cache();
+    Arena a(10 * kMiB + 4096);  // a size no other test uses: a fresh reservation
+    REQUIRE(a.committed() == 0);
+    const std::size_t granule = a.commit_granule();
+    const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
+    a.grow(1);
+    CHECK(a.committed() == granule);  // a new array costs one page
+    std::size_t calls = 1;
+    while (a.committed() < reservoir::kDoublingStepLimit) {
+      const std::size_t before = a.committed();
+      a.grow(a.committed() - a.size() + 1);
+      ++calls;
+      CHECK(a.committed() == 2 * before);
+    }
+    CHECK(a.committed() == std::max(granule, reservoir::kDoublingStepLimit));
+    CHECK(pal::testing::calls(pal::Op::commit) - commits == calls);
+    // 4 KiB pages: 4, 8, 16, 32, 64 KiB.
+    if (granule == 4096) CHECK(calls == 5);
+    // From there on, steps of at least kDoublingStepLimit until committed/8 is larger.
+    while (a.committed() < 4 * kMiB) {
+      const std::size_t before = a.committed();
+      a.grow(a.committed() - a.size() + 1);
+      CHECK(a.committed() - before >= reservoir::kDoublingStepLimit);
+      CHECK(a.committed() - before >= before / 8 / granule * granule / 2);
+      CHECK(a.committed() - before <= std::max(reservoir::kDoublingStepLimit, before / 8));
+    }
+  }
+
   TEST_CASE("committed() is exactly round_up(size, granule) while growing") {
-    for (std::size_t granule : {pal::page_size(), reservoir::kDefaultCommitGranule, 3 * kMiB}) {
+    for (std::size_t granule : {pal::page_size(), 16 * pal::page_size(), 3 * kMiB}) {
       CAPTURE(granule);
+      reservoir::clear_reservation_cache();  // a parked reservation arrives with pages committed
       ArenaOptions opt;
       opt.commit_granule = granule;
       opt.max_commit_step = granule;  // fixed steps
@@ -129,7 +160,14 @@ TEST_SUITE("arena") {
       CHECK(pal::testing::calls(pal::Op::reserve) == reserves);  // no system call
       CHECK(b.base() == base);
       CHECK(b.size() == 0);
-      CHECK(b.committed() == b.commit_granule());  // the first step stayed committed
+      // Up to 64 KiB stayed committed (in whole granules): the next arena's first pages need no
+      // commit call and no page fault.
+      const std::size_t g = b.commit_granule();
+      CHECK(b.committed() == std::max(g, reservoir::kDoublingStepLimit / g * g));
+      const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
+      b.grow(b.committed());
+      CHECK(pal::testing::calls(pal::Op::commit) == commits);
+      CHECK(!b.shrink(0));
       CHECK(b.grow(2 * kMiB) == base);
       CHECK(reservoir::reservation_cache_size() == 0);
       Arena other(7 * kMiB);  // another size: a fresh reservation
@@ -179,6 +217,7 @@ TEST_SUITE("arena") {
   }
 
   TEST_CASE("a refused commit is OsAllocationError naming size, address and OS error") {
+    reservoir::clear_reservation_cache();  // a fresh reservation: nothing committed yet
     Arena a(16 * kMiB);
     fill_pattern(a.grow(1000), 1000, 2);
     a.grow(a.committed() - a.size());  // committed prefix exactly full
@@ -190,7 +229,10 @@ TEST_SUITE("arena") {
         FAIL("grow should have thrown");
       } catch (const OsAllocationError& e) {
         const std::string what = e.what();
-        CHECK(what.find("cannot commit 64 KiB at 0x") == 0);
+        // The second step of a fresh arena: one page, "4 KiB" with 4 KiB pages.
+        CHECK(what.find("cannot commit " + reservoir::format_bytes(a.commit_step()) + " at 0x") ==
+              0);
+        if (pal::page_size() == 4096) CHECK(what.find("cannot commit 4 KiB at 0x") == 0);
         CHECK(e.code() == pal::testing::out_of_memory_error());
         CHECK(what.find(pal::describe(pal::testing::out_of_memory_error())) != std::string::npos);
       }

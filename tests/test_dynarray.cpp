@@ -421,6 +421,29 @@ TEST_SUITE("dynarray") {
     CHECK(a[0] == 1);
   }
 
+  TEST_CASE("a new small array commits one page; a parked one comes back with 64 KiB") {
+    reservoir::clear_reservation_cache();
+    const std::size_t page = std::max(reservoir::kDefaultCommitGranule, pal::page_size());
+    {
+      DynArray<int> a;
+      a.push_back(1);
+      CHECK(a.arena().committed() == page);  // not 64 KiB: thousands of small arrays stay small
+      CHECK(a.capacity() == page / sizeof(int));
+      for (int i = 0; i < 100'000; ++i)
+        a.push_back(i);
+    }  // parked, with its first 64 KiB (whole pages) still committed
+    const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
+    const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
+    DynArray<int> b;
+    b.push_back(2);
+    CHECK(pal::testing::calls(pal::Op::reserve) == reserves);
+    CHECK(b.arena().committed() == std::max(page, reservoir::kDoublingStepLimit / page * page));
+    b.resize(b.capacity(), 3);  // fills the kept pages with no commit call
+    CHECK(pal::testing::calls(pal::Op::commit) == commits);
+    CHECK(b[0] == 2);
+    CHECK(b.back() == 3);
+  }
+
   TEST_CASE("capacity follows committed memory; shrink_to_fit returns it to the OS") {
     DynArray<int> a(reservoir::max_elements(10'000'000));
     const std::size_t granule = a.arena().commit_granule();

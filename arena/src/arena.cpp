@@ -226,7 +226,7 @@ struct Parked {
   std::size_t mapping_size;
   std::byte* base;
   std::size_t reserved;
-  std::size_t committed;  // the first step, kept committed
+  std::size_t committed;  // kept committed: whole granules (see Arena::park_in_cache)
   ArenaOptions options;
 };
 
@@ -579,9 +579,13 @@ Arena::~Arena() {
 }
 
 bool Arena::park_in_cache() noexcept {
-  if (!options_.reuse_reservation || granule_ > kCacheMaxCommitted) return false;
-  // Keep at most the first step committed; a refused decommit means: do not park.
-  const std::size_t keep = std::min(committed_, granule_);
+  // Keep up to kDoublingStepLimit committed (whole granules, at least one; no more than one
+  // max_commit_step, so fixed small steps stay small): the next arena then reaches that size with
+  // no commit call and no page fault. A refused decommit means: do not park.
+  const std::size_t keep_limit =
+      std::max(granule_, std::min(kDoublingStepLimit, max_step_) / granule_ * granule_);
+  if (!options_.reuse_reservation || keep_limit > kCacheMaxCommitted) return false;
+  const std::size_t keep = std::min(committed_, keep_limit);
   if (committed_ > keep && pal::decommit(base_ + keep, committed_ - keep)) return false;
   committed_ = keep;
   return park(Parked{mapping_, mapping_size_, base_, reserved_, keep, options_});
@@ -668,12 +672,21 @@ void swap(Arena& a, Arena& b) noexcept {
 // ---- committing ---------------------------------------------------------------------------------
 
 std::size_t Arena::commit_step() const noexcept {
-  // committed/8 rounded down to a power-of-two number of granules, between one granule and the
-  // cap (itself a whole number of granules). An empty (default-constructed or moved-from) arena
-  // has no granule and no step.
+  // A power-of-two number of granules, capped (the cap is a whole number of granules):
+  //   1. at least one granule;
+  //   2. the committed prefix itself, up to kDoublingStepLimit: small arenas double;
+  //   3. committed/8: large arenas commit in proportion to their size.
+  // An empty (default-constructed or moved-from) arena has no granule and no step.
   if (granule_ == 0) return 0;
-  const std::size_t granules = committed_ / 8 / granule_;
-  return std::min(granules > 1 ? granule_ * std::bit_floor(granules) : granule_, max_step_);
+  std::size_t step = granule_;
+  if (const std::size_t held = committed_ / granule_; held > 1) {
+    const std::size_t doubling_cap = std::max<std::size_t>(kDoublingStepLimit / granule_, 1);
+    step = std::max(step, granule_ * std::bit_floor(std::min(held, doubling_cap)));
+  }
+  if (const std::size_t eighth = committed_ / 8 / granule_; eighth > 1) {
+    step = std::max(step, granule_ * std::bit_floor(eighth));
+  }
+  return std::min(step, max_step_);
 }
 
 std::size_t Arena::commit_target(std::size_t bytes) const noexcept {

@@ -41,17 +41,18 @@ class OsAllocationError : public std::bad_alloc {
 std::string format_bytes(std::size_t bytes);
 
 struct ArenaOptions {
-  // The first commit step, in bytes (rounded up to the page size); 0 means kDefaultCommitGranule.
-  // Every commit call covers at least this much. Larger steps mean fewer system calls (each one
-  // takes the address-space lock) but up to one step of committed, unused memory.
+  // The first commit step and the unit of decommit, in bytes (rounded up to the page size); 0
+  // means kDefaultCommitGranule (one page). Every commit call covers at least this much.
   std::size_t commit_granule = 0;
 
-  // Steps grow with the arena: once committed() is large, a step is committed()/8 (rounded down
-  // to a power-of-two number of granules) up to this cap (rounded up to whole granules), so a
-  // large array takes few commit calls while a small one never holds more than one granule
-  // unused. 0 means kDefaultMaxCommitStep; set it equal to commit_granule for fixed steps. With the
-  // default, arenas of 4 MiB or more are aligned to 2 MiB so that their 2 MiB steps can be backed
-  // by transparent huge pages.
+  // Steps grow with the arena, each a power-of-two number of granules: while committed() is below
+  // kDoublingStepLimit a step doubles it (one granule, then 1, 2, 4, ... granules), so a new small
+  // array costs one page; from there a step is at least kDoublingStepLimit and at least
+  // committed()/8, up to this cap (rounded up to whole granules). A large array thus takes few
+  // commit calls (each one takes the address-space lock), and at most one step is committed and
+  // unused. 0 means kDefaultMaxCommitStep; set it equal to commit_granule for fixed steps. With
+  // the default, arenas of 4 MiB or more are aligned to 2 MiB so that their 2 MiB steps can be
+  // backed by transparent huge pages.
   std::size_t max_commit_step = 0;
 
   // Keep one never-committed page directly below base() and directly above the reservation, so
@@ -67,9 +68,10 @@ struct ArenaOptions {
   // the commit call itself takes longer (up to a few ms for 2 MiB).
   bool prefault = true;
 
-  // On destruction, keep the reservation (with its first commit step) in a small process-wide
-  // cache so that the next arena of the same size and options takes it with no system call. See
-  // set_reservation_cache_limit().
+  // On destruction, keep the reservation in a small process-wide cache, with up to
+  // kDoublingStepLimit of it still committed (whole granules, at least one, at most one
+  // max_commit_step), so that the next arena of the same size and options takes it with no system
+  // call and no page fault for its first pages. See set_reservation_cache_limit().
   bool reuse_reservation = true;
 
   // Ask for transparent huge pages (Linux MADV_HUGEPAGE) over the reservation. Only whole,
@@ -86,14 +88,15 @@ struct ArenaOptions {
 };
 
 // The reservation cache: destroyed arenas (with reuse_reservation) park their reservation here,
-// trimmed to its first commit step, and new arenas of the same size and options take one instead
-// of calling the OS. Each thread has one slot reached without a lock, behind it a shared list;
-// slots and list together hold at most `entries` reservations (default 16) and at most 1 MiB of
-// committed memory. A thread's end retires its slot, and the next operation that takes the list's
-// lock moves the slot's reservation to the list (or back to the OS), in any destruction order of
-// thread_local objects; arenas destroyed during thread exit after that park in the list. 0 turns
-// the cache off and releases everything parked, in every thread's slot. Thread-safe. Memory taken
-// from the cache is not zeroed (like malloc): containers construct what they store.
+// trimmed to at most kDoublingStepLimit committed (as reuse_reservation says), and new arenas of
+// the same size and options take one instead of calling the OS. Each thread has one slot reached
+// without a lock, behind it a shared list; slots and list together hold at most `entries`
+// reservations (default 16) and at most 1 MiB of committed memory. A thread's end retires its
+// slot, and the next operation that takes the list's lock moves the slot's reservation to the
+// list (or back to the OS), in any destruction order of thread_local objects; arenas destroyed
+// during thread exit after that park in the list. 0 turns the cache off and releases everything
+// parked, in every thread's slot. Thread-safe. Memory taken from the cache is not zeroed (like
+// malloc): containers construct what they store.
 void set_reservation_cache_limit(std::size_t entries) noexcept;
 // Releases every parked reservation (the shared list and every thread's slot) to the OS.
 void clear_reservation_cache() noexcept;
@@ -143,9 +146,16 @@ void set_memory_limit(std::size_t bytes) noexcept;
 // kMemoryLimitOff if no limit applies.
 std::size_t memory_limit_headroom() noexcept;
 
-// The first commit step: 64 KiB is 16 x86 pages (or 4 Apple Silicon pages) and the Windows
-// allocation granularity; an empty or tiny arena holds at most this much unused RAM.
-inline constexpr std::size_t kDefaultCommitGranule = std::size_t{64} * 1024;
+// The first commit step: one page (4 KiB, or the page size where pages are larger). A new array
+// pays for its first step in page faults and RAM (with prefault, every page of it at once), so a
+// program with thousands of small arrays pays one page for each, not 16; doubling steps
+// (kDoublingStepLimit) still reach 64 KiB in five commit calls.
+inline constexpr std::size_t kDefaultCommitGranule = 4096;
+
+// Below this many committed bytes a commit step doubles the committed prefix; from here on a
+// step is at least this large, so an arena past its first pages commits in 64 KiB or larger steps
+// (one mprotect per 4 KiB page costs 1.5x one per 64 KiB in the measurements below).
+inline constexpr std::size_t kDoublingStepLimit = std::size_t{64} * 1024;
 
 // The largest commit step: 2 MiB, the x86-64 and arm64 huge-page size. Measurements
 // (1e8 ints: one mprotect per 4 KiB page 0.54 s, per 64 KiB 0.35 s, per 2 MiB 0.30 s) show the

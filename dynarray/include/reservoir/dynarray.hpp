@@ -175,7 +175,7 @@ class DynArray {
   explicit DynArray(max_elements limit, ArenaOptions options = {})
       : max_size_(limit.count), arena_(checked_bytes(limit.count), options) {
     data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
-    update_capacity();  // a reservation from the cache arrives with its first step committed
+    update_capacity();  // a reservation from the cache arrives with its first pages committed
   }
   explicit DynArray(max_bytes limit, ArenaOptions options = {})
       : DynArray(max_elements(limit.bytes / sizeof(T)), options) {}
@@ -650,7 +650,7 @@ class DynArray {
     max_size_ = max_size;
     default_reservation_ = true;
     data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
-    update_capacity();  // a reservation from the cache arrives with its first step committed
+    update_capacity();  // a reservation from the cache arrives with its first pages committed
   }
   void ensure_reserved() {
     if (arena_.reserved()) return;
