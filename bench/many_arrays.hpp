@@ -46,13 +46,15 @@ ManyArraysTimes many_arrays_run(std::uint64_t arrays, std::uint64_t per_array, M
   return t;
 }
 
-// container: dynarray (default-constructed, as users write it), vector, vector_reserve (reserve
-// per_array first), deque.
+// container: dynarray (default-constructed, as users write it; with reserve_bytes > 0, each
+// reserves that much instead), vector, vector_reserve (reserve per_array first), deque.
 inline ManyArraysTimes many_arrays(std::string_view container, std::uint64_t arrays,
-                                   std::uint64_t per_array) {
+                                   std::uint64_t per_array, std::uint64_t reserve_bytes = 0) {
   if (container == "dynarray") {
-    return many_arrays_run<reservoir::DynArray<int>>(arrays, per_array,
-                                                     [] { return reservoir::DynArray<int>(); });
+    return many_arrays_run<reservoir::DynArray<int>>(arrays, per_array, [reserve_bytes] {
+      return reserve_bytes ? reservoir::DynArray<int>(reservoir::max_bytes(reserve_bytes))
+                           : reservoir::DynArray<int>();
+    });
   }
   if (container == "vector") {
     return many_arrays_run<std::vector<int>>(arrays, per_array, [] { return std::vector<int>(); });
@@ -70,7 +72,6 @@ inline ManyArraysTimes many_arrays(std::string_view container, std::uint64_t arr
   throw std::invalid_argument("many: unknown container " + std::string(container));
 }
 
-inline constexpr std::uint64_t kManyArrays = 10'000;
 inline constexpr const char* kManyArraysContainers[] = {"dynarray", "vector", "vector_reserve",
                                                         "deque"};
 

@@ -1,4 +1,4 @@
-// reservoir-bench table 7: many small arrays alive at once (many_arrays.hpp), built, then all
+// reservoir-bench table 8: many small arrays alive at once (many_arrays.hpp), built, then all
 // destroyed; build and destruction timed apart, and the peak memory of the whole child.
 #include "tour.hpp"
 
@@ -8,13 +8,13 @@ namespace reservoir::bench::tour {
 
 namespace {
 
-// Elements per array: 1e2, 1e3 and 1e4, as far as kManyArrays of them stay within the largest
-// --sizes (the quick tour's 1e7: 1e2 and 1e3).
+// Elements per array: 1e2, 1e3 and 1e4, as far as --many-arrays of them stay within the largest
+// --sizes (the quick tour's 1e4 arrays and 1e7: 1e2 and 1e3).
 std::vector<std::uint64_t> per_array_sizes(const Config& cfg) {
   const std::uint64_t largest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
   std::vector<std::uint64_t> out;
   for (std::uint64_t per : {100u, 1'000u, 10'000u}) {
-    if (per * rb::kManyArrays <= largest || out.empty()) out.push_back(per);
+    if (per * cfg.many_arrays <= largest || out.empty()) out.push_back(per);
   }
   return out;
 }
@@ -31,9 +31,9 @@ void run_many(const Config& cfg, std::vector<Result>& out) {
     std::vector<Result> cells;
     for (const char* c : rb::kManyArraysContainers) {
       Result r("many", c, "int", per);
-      r.arrays = rb::kManyArrays;
+      r.arrays = cfg.many_arrays;
       if (std::string why = skip_reason(rb::Container::vector, rb::Type::int_,
-                                        per * rb::kManyArrays, cfg.granule);
+                                        per * cfg.many_arrays, cfg.granule);
           !why.empty()) {
         r.status = why;
       }
@@ -70,9 +70,9 @@ void run_many(const Config& cfg, std::vector<Result>& out) {
 
 void print_many(const Config& cfg, const std::vector<Result>& rs) {
   fmt::print(
-      "7. Many arrays: {} arrays of ints alive at once, each built by push_back, then all "
+      "8. Many arrays: {} arrays of ints alive at once, each built by push_back, then all "
       "destroyed\n   (median of {} interleaved reps; peak: the child's, above an idle one)\n\n",
-      rb::format_count(rb::kManyArrays), cfg.reps);
+      rb::format_count(cfg.many_arrays), cfg.reps);
   fmt::print("{:>9}  {:<16}{:>11}  {:>21}  {:>16}  {:>11}  {:>16}  {:>16}\n", "per array",
              "container", "build", "min..max", "vs vector", "destroy", "destroy vs vector", "peak");
   for (const Result& r : rs) {

@@ -42,6 +42,7 @@ struct Config {
                                      "collatz", "mixed",      "timeline", "many"};
   std::vector<std::uint64_t> threads = {1, 2, 4};  // the concurrent table; empty: skip it
   rb::mixed::TableOptions mixed;                   // the mixed table
+  std::uint64_t many_arrays = 10'000;              // the many-arrays table: arrays alive at once
   std::string json, csv, markdown;
   bool quiet = false;
   double cell_budget = 60;  // seconds one child may run before it is killed

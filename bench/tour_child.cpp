@@ -106,7 +106,7 @@ int child_main(int argc, char** argv) {
       const std::string samples = rb::timeline_child(argv[3], n, options);
       std::printf("ok samples=%s\n", samples.c_str());
     } else if (table == "many") {
-      const rb::ManyArraysTimes t = rb::many_arrays(argv[3], batch, n);
+      const rb::ManyArraysTimes t = rb::many_arrays(argv[3], batch, n, reserve);
       std::printf("ok seconds=%.9g destroy_seconds=%.9g checksum=%llu peak=%zu\n", t.build_seconds,
                   t.destroy_seconds, static_cast<unsigned long long>(t.checksum), pal::peak_rss());
     } else if (table == "concurrent") {

@@ -180,8 +180,8 @@ TEST_SUITE("bench_smoke") {
                          // so the default 64 GiB costs 16 MiB of RSS there (not on
                          // Windows itself); the band below is about the data.
                          {"--sizes", "1e3,1e6", "--reps", "2", "--reserve", "1G", "--threads",
-                          "1,2", "--mixed-iterations", "20", "--json", json_file, "--markdown",
-                          "bench_smoke.md", "--csv", "bench_smoke.csv"},
+                          "1,2", "--mixed-iterations", "20", "--many-arrays", "100", "--json",
+                          json_file, "--markdown", "bench_smoke.md", "--csv", "bench_smoke.csv"},
                          &r));
     INFO(r.output);
     REQUIRE(r.exited);
@@ -210,6 +210,7 @@ TEST_SUITE("bench_smoke") {
     std::set<std::string> concurrent_containers;         // 3, or 4 with tbb::concurrent_vector
     std::map<std::string, std::string> mixed_checksums;  // type -> the final contents' checksum
     int mixed_cells = 0;
+    int many_cells = 0;
     for (const auto& res : doc["results"].arr) {
       const std::string table = res["table"].str;
       CAPTURE(table);
@@ -289,6 +290,15 @@ TEST_SUITE("bench_smoke") {
           CHECK(samples[i].arr[2].num >= samples[i].arr[1].num);
         }
         ++timeline_cells;
+      } else if (table == "many") {
+        // 100 arrays of 1e2, 1e3 and 1e4 ints (within the largest size, 1e6), every contender.
+        CHECK((res["size"].num == 100 || res["size"].num == 1000 || res["size"].num == 10'000));
+        CHECK(res["arrays"].num == 100);
+        CHECK(res["data_bytes"].num == res["size"].num * 100 * 4.0);
+        CHECK(res["seconds"].num > 0);
+        CHECK(res["destroy_seconds"].num > 0);
+        CHECK(res["vs_vector"].num > 0);
+        ++many_cells;
       } else {
         REQUIRE(table == "latency");
         const auto& l = res["latency_ns"];
@@ -312,7 +322,10 @@ TEST_SUITE("bench_smoke") {
     CHECK(nc >= 3);
     // The timeline: dynarray, vector, vector_reserve at the largest size.
     CHECK(timeline_cells == 3);
-    CHECK(cells.size() == static_cast<std::size_t>(3 * 6 * 3 * 2 + nc + 2 + 3));
+    // Many arrays: dynarray, vector, vector_reserve, deque x 3 sizes per array.
+    CHECK(many_cells == 4 * 3);
+    CHECK(r.output.find("8. Many arrays") != std::string::npos);
+    CHECK(cells.size() == static_cast<std::size_t>(3 * 6 * 3 * 2 + nc + 2 + 3 + 4 * 3));
     CHECK(threaded_cells == nc * 2 + 2 * 2);  // x 2 thread counts
     CHECK(mixed_cells == 3 * 5);              // 3 containers x 5 types
     CHECK(r.output.find("Mixed workload") != std::string::npos);
