@@ -9,7 +9,6 @@ namespace {
 
 // Table 4 (concurrent appends) and table 5 (the Collatz memo of Rojc & Depolli).
 void run_concurrent(const Config& cfg, const char* table, std::vector<Result>& out) {
-  Progress progress(!cfg.quiet);
   const bool collatz_table = std::string_view(table) == "collatz";
   // The memo workload is heavier per element (and the baseline serialises): a quarter the size.
   const std::uint64_t n = collatz_table ? std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)
@@ -19,6 +18,8 @@ void run_concurrent(const Config& cfg, const char* table, std::vector<Result>& o
       collatz_table ? kCollatz
                     : std::vector<std::string>(std::begin(rb::kConcurrentContainers),
                                                std::end(rb::kConcurrentContainers));
+  Progress progress(!cfg.quiet,
+                    cfg.threads.size() * containers.size() * static_cast<std::size_t>(cfg.reps));
   for (std::uint64_t threads : cfg.threads) {
     std::vector<Result> cells;
     for (const std::string& c : containers) {

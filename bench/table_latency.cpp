@@ -8,7 +8,7 @@ namespace reservoir::bench::tour {
 namespace {
 
 void run_latency(const Config& cfg, std::vector<Result>& out) {
-  Progress progress(!cfg.quiet);
+  Progress progress(!cfg.quiet, cfg.types.size() * cfg.sizes.size() * cfg.containers.size());
   for (rb::Type t : cfg.types) {
     for (std::uint64_t n : cfg.sizes) {
       for (rb::Container c : cfg.containers) {

@@ -26,8 +26,10 @@ double median(std::vector<double> s) {
 }
 
 void run_many(const Config& cfg, std::vector<Result>& out) {
-  Progress progress(!cfg.quiet);
-  for (std::uint64_t per : per_array_sizes(cfg)) {
+  const std::vector<std::uint64_t> sizes = per_array_sizes(cfg);
+  Progress progress(!cfg.quiet, sizes.size() * std::size(rb::kManyArraysContainers) *
+                                    static_cast<std::size_t>(cfg.reps));
+  for (std::uint64_t per : sizes) {
     std::vector<Result> cells;
     for (const char* c : rb::kManyArraysContainers) {
       Result r("many", c, "int", per);

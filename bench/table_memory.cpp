@@ -7,7 +7,7 @@ namespace {
 
 void run_memory(const Config& cfg, std::vector<Result>& out) {
   const std::uint64_t idle = cfg.idle_peak;
-  Progress progress(!cfg.quiet);
+  Progress progress(!cfg.quiet, cfg.types.size() * cfg.sizes.size() * cfg.containers.size());
   for (rb::Type t : cfg.types) {
     for (std::uint64_t n : cfg.sizes) {
       for (rb::Container c : cfg.containers) {

@@ -6,7 +6,8 @@ namespace reservoir::bench::tour {
 namespace {
 
 void run_throughput(const Config& cfg, std::vector<Result>& out) {
-  Progress progress(!cfg.quiet);
+  Progress progress(!cfg.quiet, cfg.types.size() * cfg.sizes.size() * cfg.containers.size() *
+                                    static_cast<std::size_t>(cfg.reps));
   for (rb::Type t : cfg.types) {
     for (std::uint64_t n : cfg.sizes) {
       std::vector<Result> cells;

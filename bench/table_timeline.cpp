@@ -11,7 +11,7 @@ namespace reservoir::bench::tour {
 namespace {
 
 void run_timeline(const Config& cfg, std::vector<Result>& out) {
-  Progress progress(!cfg.quiet);
+  Progress progress(!cfg.quiet, std::size(rb::kTimelineContainers));
   const std::uint64_t n = timeline_size(cfg);
   for (const char* c : rb::kTimelineContainers) {
     Result r("timeline", c, "int", n);

@@ -110,11 +110,18 @@ std::uint64_t batch_for(std::uint64_t n);
 // The child side: `--child TABLE ...` (see tour_child.cpp).
 int child_main(int argc, char** argv);
 
+// A one-line progress display on stderr, "[n/m, elapsed] what", while a table runs: only on a
+// terminal and without --quiet.
 class Progress {
  public:
-  explicit Progress(bool enabled) : enabled_(enabled && pal::stderr_is_terminal()) {}
+  Progress(bool enabled, std::size_t cells)
+      : enabled_(enabled && pal::stderr_is_terminal()), cells_(cells) {}
   void show(const std::string& what) {
-    if (enabled_) std::fprintf(stderr, "\r\033[K%s", what.c_str());
+    ++shown_;
+    if (enabled_) {
+      std::fprintf(stderr, "\r\033[K[%zu/%zu, %.0f s] %s", shown_, cells_, seconds_since_start(),
+                   what.c_str());
+    }
   }
   void done() {
     if (enabled_) std::fprintf(stderr, "\r\033[K");
@@ -122,6 +129,8 @@ class Progress {
 
  private:
   bool enabled_;
+  std::size_t cells_;
+  std::size_t shown_ = 0;
 };
 
 // ---- printing -----------------------------------------------------------------------------------
