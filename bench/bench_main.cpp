@@ -54,7 +54,11 @@ int main(int argc, char** argv) {
   Config cfg;
   std::string sizes = "1e3,1e6,1e7",
               containers = "dynarray,vector,vector_reserve,deque,vector_populate,floor",
-              types = "int,unique_ptr,string", granule = "64K", max_step = "2M", reserve, only;
+              types = "int,unique_ptr,string", reserve, only;
+  // The library's defaults (the first step one page, or the page size where pages are larger).
+  std::string granule = std::to_string(std::max<std::size_t>(reservoir::kDefaultCommitGranule,
+                                                             reservoir::pal::page_size())),
+              max_step = std::to_string(reservoir::kDefaultMaxCommitStep);
   app.add_option("--sizes", sizes, "Element counts, e.g. 1e3,1e6,1e9 or 1K,1M,1G")
       ->capture_default_str();
   app.add_option("--containers", containers,
