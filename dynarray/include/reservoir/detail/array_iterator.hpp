@@ -80,6 +80,9 @@ class array_iterator {
   using difference_type = std::ptrdiff_t;
   using pointer = E*;
   using reference = E&;
+  // For std::pointer_traits (std::to_address, std::contiguous_iterator): libc++ before 15 cannot
+  // deduce it from a template with a non-type parameter.
+  using element_type = E;
 
   constexpr array_iterator() noexcept = default;
   // p in the reservation [lo, hi) of its array (only checked iterators keep lo and hi).
