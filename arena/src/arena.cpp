@@ -708,10 +708,9 @@ std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept 
   if (options_.prefault) {
     // 1. Ask the OS to back the step (Linux MADV_POPULATE_WRITE), then 2. write one byte per
     //    page anyway (the only way elsewhere). After a populate the write costs a store per page,
-    //    but on a VM whose host takes back free guest pages (free page reporting, as on this
-    //    project's Firecracker machine) the populate maps pages without touching them, and the
-    //    host's fault (~10 us) would otherwise land on the append that first writes each page:
-    //    with it, 1e8 int appends have p99.99 20 ns instead of 16 us, at the same throughput.
+    //    but on a VM whose host takes back free guest pages (free page reporting) the populate
+    //    maps pages without touching them, and the host's fault would otherwise land on the
+    //    append that first writes each page (measurements: docs/design.md).
     //    Storing 0 is safe: the step was never committed or was decommitted, so it holds no live
     //    data and reads as zero (a read-modify-write would cost a second fault per page where
     //    nothing was populated: a read maps the shared zero page first).
