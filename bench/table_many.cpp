@@ -2,6 +2,8 @@
 // destroyed; build and destruction timed apart, and the peak memory of the whole child.
 #include "tour.hpp"
 
+#include <algorithm>
+
 #include "many_arrays.hpp"
 
 namespace reservoir::bench::tour {
@@ -17,12 +19,6 @@ std::vector<std::uint64_t> per_array_sizes(const Config& cfg) {
     if (per * cfg.many_arrays <= largest || out.empty()) out.push_back(per);
   }
   return out;
-}
-
-double median(std::vector<double> s) {
-  if (s.empty()) return 0;
-  std::sort(s.begin(), s.end());
-  return s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
 }
 
 void run_many(const Config& cfg, std::vector<Result>& out) {

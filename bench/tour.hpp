@@ -78,6 +78,8 @@ struct Result {
 // A cell whose slowest repetition took more than this times its fastest is marked unstable.
 inline constexpr double kUnstableSpread = 1.5;
 
+// The median of samples (0 if none).
+double median(std::vector<double> samples);
 // Median, min and max of the repetitions, and elements per second.
 void summarize(Result& r, std::uint64_t n);
 

@@ -1,6 +1,8 @@
 // reservoir-bench: running one cell in a child process, and what decides whether it runs.
 #include "tour.hpp"
 
+#include <algorithm>
+
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -112,15 +114,20 @@ std::uint64_t idle_peak(const Config& cfg) {
   return peaks[peaks.size() / 2];
 }
 
+double median(std::vector<double> s) {
+  if (s.empty()) return 0;
+  std::sort(s.begin(), s.end());
+  return s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
+}
+
 void summarize(Result& r, std::uint64_t n) {
   if (r.status != "ok" || r.samples.empty()) return;
-  std::vector<double> s = r.samples;
-  std::sort(s.begin(), s.end());
-  r.seconds = s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
-  r.seconds_min = s.front();
-  r.seconds_max = s.back();
+  r.seconds = median(r.samples);
+  r.seconds_min = *std::min_element(r.samples.begin(), r.samples.end());
+  r.seconds_max = *std::max_element(r.samples.begin(), r.samples.end());
   r.eps = r.seconds > 0 ? static_cast<double>(n) / r.seconds : 0;
-  r.unstable = s.size() > 1 && r.seconds_min > 0 && r.seconds_max / r.seconds_min > kUnstableSpread;
+  r.unstable =
+      r.samples.size() > 1 && r.seconds_min > 0 && r.seconds_max / r.seconds_min > kUnstableSpread;
 }
 
 std::uint64_t batch_for(std::uint64_t n) {
