@@ -238,9 +238,12 @@ inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray",
                                                         "deque_mutex",
                                                         "tbb_concurrent_vector"};
 #else
-inline constexpr const char* kConcurrentContainers[] = {
-    "concurrent_dynarray", "concurrent_dynarray_writer", "concurrent_dynarray_bulk",
-    "concurrent_dynarray_readers", "vector_mutex", "deque_mutex"};
+inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray",
+                                                        "concurrent_dynarray_writer",
+                                                        "concurrent_dynarray_bulk",
+                                                        "concurrent_dynarray_readers",
+                                                        "vector_mutex",
+                                                        "deque_mutex"};
 #endif
 
 // --pin: the concurrent tables pin thread t to CPU t (mod the CPU count), so thread placement

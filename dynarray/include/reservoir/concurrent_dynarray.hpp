@@ -378,7 +378,7 @@ class ConcurrentDynArray {
     ready_arena_.reserve(data_cap);  // on failure data_arena_ keeps a step: harmless, unclaimed
     const size_type flags = (std::min)(ready_arena_.committed(), max_size_);
     // Begin the new flags' lifetime (as 0: not ready). No thread reads a flag at or above the
-    // old capacity before the release store below publishes it.
+    // old capacity before the store below publishes it.
     for (size_type k = old_flags; k < flags; ++k)
       std::construct_at(ready_ + k, static_cast<unsigned char>(0));
     capacity_.store((std::min)(data_cap, flags), std::memory_order_seq_cst);
