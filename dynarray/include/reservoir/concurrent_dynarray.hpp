@@ -337,11 +337,12 @@ class ConcurrentDynArray {
           k = (std::min)(n, max_size_ - i);  // claimed_ <= capacity_ <= max_size_
           if (k == 0) throw_full();
         }
-        // seq_cst, as publish's reads of capacity_: a thread that publishes up to slot i must
-        // see a capacity at least as large as the one that let i be claimed.
-        const size_type cap = capacity_.load(std::memory_order_seq_cst);
+        const size_type cap = capacity_.load(std::memory_order_acquire);
         if (i > cap || k > cap - i) break;
-        if (claimed_.compare_exchange_weak(i, i + k, std::memory_order_relaxed)) {
+        // seq_cst, as publish's reads of claimed_: a thread that publishes up to slot i and then
+        // reads claimed_ must see this claim if the claimer's ready mark may be there to see.
+        if (claimed_.compare_exchange_weak(i, i + k, std::memory_order_seq_cst,
+                                           std::memory_order_relaxed)) {
           if (claimed_count != nullptr) *claimed_count = k;
           return i;
         }
@@ -378,10 +379,10 @@ class ConcurrentDynArray {
     ready_arena_.reserve(data_cap);  // on failure data_arena_ keeps a step: harmless, unclaimed
     const size_type flags = (std::min)(ready_arena_.committed(), max_size_);
     // Begin the new flags' lifetime (as 0: not ready). No thread reads a flag at or above the
-    // old capacity before the store below publishes it.
+    // old capacity before the release store below publishes it.
     for (size_type k = old_flags; k < flags; ++k)
       std::construct_at(ready_ + k, static_cast<unsigned char>(0));
-    capacity_.store((std::min)(data_cap, flags), std::memory_order_seq_cst);
+    capacity_.store((std::min)(data_cap, flags), std::memory_order_release);
   }
 
   // Claims `count` slots and constructs them from *it, *++it, ... (which must not throw).
@@ -441,12 +442,12 @@ class ConcurrentDynArray {
     }
     // 3. Advance over every run of ready chunks with one CAS per run. seq_cst on the marks and the
     //    counters: of two threads finishing neighbouring blocks, at least one sees the other's
-    //    mark. Bytes below capacity_ are committed and constructed; those of unclaimed slots are
-    //    0, so the scan stops there.
+    //    claim and mark. Only bytes of claimed slots are read (committed and constructed before
+    //    the claim), so a thread appending alone never touches them.
     for (;;) {
-      const size_type cap = capacity_.load(std::memory_order_seq_cst);
+      const size_type end = claimed_.load(std::memory_order_seq_cst);
       size_type q = p;
-      while (q < cap) {
+      while (q < end) {
         const unsigned char mark = ready(q).load(std::memory_order_seq_cst);
         if (mark == 0) break;
         q += size_type{1} << (mark - 1);
