@@ -58,9 +58,9 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
         rb::format_count(std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)), cfg.reps);
   } else {
     fmt::print(
-        "4. Concurrent appends: T threads append {} ints in total (median of {} reps; _bulk: "
-        "append_range\n   batches of {}; _readers: one more thread scans the published prefix "
-        "meanwhile)\n\n",
+        "4. Concurrent appends: T threads append {} ints in total (median of {} reps; _writer: "
+        "a Writer\n   per thread; _bulk: append_range batches of {}; _readers: one more thread "
+        "scans the published\n   prefix meanwhile)\n\n",
         rb::format_count(concurrent_size(cfg)), cfg.reps, rb::kBulkBatch);
   }
   fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",

@@ -231,15 +231,19 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
 
 #if defined(RESERVOIR_BENCH_HAVE_TBB)
 inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray",
+                                                        "concurrent_dynarray_writer",
                                                         "concurrent_dynarray_bulk",
                                                         "concurrent_dynarray_readers",
                                                         "vector_mutex",
                                                         "deque_mutex",
                                                         "tbb_concurrent_vector"};
 #else
-inline constexpr const char* kConcurrentContainers[] = {
-    "concurrent_dynarray", "concurrent_dynarray_bulk", "concurrent_dynarray_readers",
-    "vector_mutex", "deque_mutex"};
+inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray",
+                                                        "concurrent_dynarray_writer",
+                                                        "concurrent_dynarray_bulk",
+                                                        "concurrent_dynarray_readers",
+                                                        "vector_mutex",
+                                                        "deque_mutex"};
 #endif
 
 // --pin: the concurrent tables pin thread t to CPU t (mod the CPU count), so thread placement
@@ -319,6 +323,18 @@ inline double concurrent_build(std::string_view container, std::uint64_t n, unsi
     ConcurrentDynArray<int> a(reservoir::max_elements(n), options);
     const double s = timed_concurrent(n, threads, [&a](int v) { a.push_back(v); });
     if (a.size() != n) throw std::logic_error("concurrent_dynarray lost elements");
+    return s;
+  }
+  if (container == "concurrent_dynarray_writer") {  // a Writer per thread, flushed at its end
+    ConcurrentDynArray<int> a(reservoir::max_elements(n), options);
+    const double s =
+        timed_concurrent_shares(n, threads, [&a](std::uint64_t begin, std::uint64_t end) {
+          auto w = a.writer();
+          for (std::uint64_t i = begin; i < end; ++i)
+            w.push_back(static_cast<int>(i));
+          w.flush();
+        });
+    if (a.size() != n) throw std::logic_error("concurrent_dynarray_writer lost elements");
     return s;
   }
   if (container == "concurrent_dynarray_bulk") {  // batches of kBulkBatch via append_range

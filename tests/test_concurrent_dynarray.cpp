@@ -57,6 +57,12 @@ void check_empty_unreserved(A& a) {
   const std::vector<int> two{1, 2};
   CHECK_THROWS_AS(a.append_range(two), std::length_error);
   CHECK(a.append_range(std::vector<int>{}) == a.max_size());  // empty: nothing claimed
+  {
+    auto w = a.writer();
+    CHECK_THROWS_AS(w.push_back(1), std::length_error);  // no room for even a buffer
+    CHECK(w.buffered() == 0);
+    CHECK(w.flush() == a.max_size());  // nothing buffered
+  }
   CHECK(a.size() == 0);
   A moved(std::move(a));  // moving an empty array is fine too
   CHECK(moved.max_size() == 0);
@@ -376,5 +382,338 @@ TEST_SUITE("concurrent") {
       REQUIRE(v != 0);
       REQUIRE(seen.insert(v).second);
     }
+  }
+
+  TEST_CASE("a Writer: buffered until flush, one block of consecutive indices, then visible") {
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(100'000)};
+    auto w = a.writer();
+    for (std::uint64_t v = 1; v <= 10; ++v)
+      w.push_back(v);
+    CHECK(w.buffered() == 10);
+    CHECK(a.size() == 0);          // the writer's alone until flushed
+    CHECK(a.push_back(100) == 0);  // the array's own appends are not held back
+    CHECK(w.flush() == 1);         // the block's first index
+    CHECK(w.buffered() == 0);
+    CHECK(a.size() == 11);
+    CHECK(a[1] == 1);
+    CHECK(a[10] == 10);
+    CHECK(w.flush() == a.max_size());  // nothing buffered
+    // The buffer fills and flushes by itself; blocks grow (16, 32, ...), so after 1000 appends at
+    // most one block is held back.
+    for (std::uint64_t v = 11; v <= 1010; ++v)
+      w.push_back(v);
+    CHECK(a.size() >= 11 + 1000 - 512);
+    CHECK(a.size() + w.buffered() == 1011);
+    {
+      auto moved = std::move(w);  // takes the buffer; w stays usable, empty
+      CHECK(w.buffered() == 0);
+      w.push_back(5000);
+    }  // moved's destructor publishes
+    CHECK(a.size() + w.buffered() == 1012);
+    w.flush();
+    CHECK(a.size() == 1012);
+    for (std::uint64_t i = 1; i < 1011; ++i)
+      REQUIRE(a[i] == i);
+    CHECK(a[1011] == 5000);
+  }
+
+  TEST_CASE("a Writer at the reservation limit: what fits is appended, the rest stays buffered") {
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(100)};
+    for (std::uint64_t v = 1; v <= 90; ++v)
+      a.push_back(v);
+    auto w = a.writer();
+    for (std::uint64_t v = 91; v <= 105; ++v)  // 15 buffered, 10 fit
+      w.push_back(v);
+    CHECK_THROWS_AS(w.flush(), std::length_error);
+    CHECK(a.size() == 100);
+    CHECK(a[99] == 100);
+    CHECK(w.buffered() == 5);
+    CHECK_THROWS_AS(w.flush(), std::length_error);  // still full: keeps them
+    CHECK(w.buffered() == 5);
+    CHECK(a.size() == 100);
+    // A block never outgrows the array: a writer of a tiny array flushes at its size. Errors
+    // come from flushes: an element buffered while the array is already full stays buffered.
+    ConcurrentDynArray<std::uint64_t> tiny{reservoir::max_elements(3)};
+    auto t = tiny.writer();
+    t.push_back(1);
+    t.push_back(2);
+    t.push_back(3);
+    CHECK(tiny.size() == 0);
+    t.push_back(4);  // flushes 1, 2, 3 first
+    CHECK(tiny.size() == 3);
+    CHECK(t.buffered() == 1);
+    CHECK_THROWS_AS(t.flush(), std::length_error);
+    CHECK(t.buffered() == 1);
+  }  // the destructors drop what does not fit, without throwing
+
+  TEST_CASE("a throwing constructor inside a Writer's block adds nothing; the block goes on") {
+    ConcurrentDynArray<Picky> a{reservoir::max_elements(1000)};
+    {
+      auto w = a.writer();
+      for (std::uint64_t v = 1; v <= 40; ++v) {
+        const Picky p(v);
+        if (v % 7 == 0)
+          CHECK_THROWS_AS(w.push_back(p), std::runtime_error);  // copying throws
+        else
+          w.push_back(p);
+      }
+      CHECK(w.buffered() + a.size() == 35);
+    }
+    CHECK(a.size() == 35);
+    std::uint64_t expected = 1;
+    for (const Picky& p : a.published()) {
+      if (expected % 7 == 0) ++expected;
+      REQUIRE(p.v == expected);
+      ++expected;
+    }
+  }
+
+  TEST_CASE("4 Writers and 2 readers: every value once, no torn read, each writer in order") {
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * kPerWriter)};
+    std::atomic<bool> done{false};
+    std::atomic<std::uint64_t> bad_reads{0}, scans{0};
+    std::vector<std::thread> readers;
+    for (int r = 0; r < 2; ++r) {
+      readers.emplace_back([&] {
+        std::size_t last = 0;
+        while (!done.load()) {
+          const std::size_t n = a.size();
+          if (n < last) bad_reads++;
+          last = n;
+          for (std::uint64_t v : a.published()) {
+            if (v == 0 || (v >> 32) > kWriters || (v & 0xffffffff) >= kPerWriter) bad_reads++;
+          }
+          scans++;
+        }
+      });
+    }
+    std::vector<std::thread> writers;
+    for (int t = 0; t < kWriters; ++t) {
+      writers.emplace_back([&a, t] {
+        auto w = a.writer();
+        for (std::uint64_t s = 0; s < kPerWriter; ++s) {
+          w.push_back(encode(t, s));
+          if (s % 10'007 == 0) w.flush();  // some short blocks too
+        }
+      });  // the writer's destructor publishes the rest
+    }
+    for (auto& w : writers)
+      w.join();
+    done = true;
+    for (auto& r : readers)
+      r.join();
+    CHECK(bad_reads == 0);
+    CHECK(scans > 0);
+    REQUIRE(a.size() == kWriters * kPerWriter);
+    std::vector<std::uint64_t> next(kWriters, 0);
+    for (std::uint64_t v : a.published()) {
+      const std::uint64_t t = (v >> 32) - 1, s = v & 0xffffffff;
+      REQUIRE(t < kWriters);
+      REQUIRE(s == next[t]);
+      ++next[t];
+    }
+  }
+
+  TEST_CASE(
+      "once every Writer has flushed, a reader sees all of it; a stopped one hides only its own") {
+    for (int round = 0; round < 20; ++round) {
+      constexpr std::uint64_t kEach = 5000;
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * kEach * 2)};
+      std::atomic<int> finished{0};
+      std::atomic<bool> release{false};
+      std::vector<std::thread> writers;
+      // Writer 0 also appends a partly filled block and does not flush it: the others' elements
+      // after it must still be published, and only its buffer is missing.
+      std::atomic<std::uint64_t> hidden{0};
+      for (int t = 0; t < kWriters; ++t) {
+        writers.emplace_back([&, t] {
+          auto w = a.writer();
+          const std::uint64_t n = kEach - static_cast<std::uint64_t>(round * 37 + t * 11);
+          for (std::uint64_t s = 0; s < n; ++s) {
+            if (s % 3 == 0)
+              a.push_back(encode(t, s));  // the array's own appends mixed in
+            else
+              w.push_back(encode(t, s));
+          }
+          w.flush();
+          if (t == 0) {
+            for (std::uint64_t s = 0; s < 5; ++s)
+              w.push_back(encode(t, n + s));
+            hidden = w.buffered();
+          }
+          finished.fetch_add(1, std::memory_order_release);
+          while (!release.load())  // stay alive: the check below must not rely on join()
+            std::this_thread::yield();
+        });
+      }
+      while (finished.load(std::memory_order_acquire) < kWriters)
+        std::this_thread::yield();
+      std::uint64_t expected = 0;
+      for (int t = 0; t < kWriters; ++t)
+        expected += kEach - static_cast<std::uint64_t>(round * 37 + t * 11);
+      CHECK(hidden == 5);
+      CHECK(a.size() == expected);
+      std::uint64_t zeros = 0;
+      for (std::uint64_t v : a.published())
+        zeros += v == 0;
+      CHECK(zeros == 0);
+      release = true;
+      for (auto& w : writers)
+        w.join();
+      CHECK(a.size() == expected + 5);  // writer 0's destructor published its block
+    }
+  }
+
+  TEST_CASE("threads that exit with partly filled Writer blocks: all of it published, no hole") {
+    // Threads come and go, each appending a count that is no multiple of a block and exiting
+    // without flushing; a reader scans meanwhile.
+    constexpr std::size_t kMax = 400'000;
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kMax)};
+    std::atomic<bool> done{false};
+    std::atomic<std::uint64_t> bad_reads{0}, total{0};
+    std::thread reader([&] {
+      while (!done.load())
+        for (std::uint64_t v : a.published())
+          if (v == 0) bad_reads++;
+    });
+    for (int wave = 0; wave < 25; ++wave) {
+      std::vector<std::thread> writers;
+      for (int t = 0; t < kWriters; ++t) {
+        const std::uint64_t n = 1 + (static_cast<std::uint64_t>(wave) * 977 + 131 * t) % 3000;
+        total += n;
+        writers.emplace_back([&a, t, wave, n] {
+          auto w = a.writer();
+          for (std::uint64_t s = 0; s < n; ++s)
+            w.push_back(encode(static_cast<std::uint64_t>(wave * kWriters + t), s));
+        });
+      }
+      for (auto& w : writers)
+        w.join();
+      CHECK(a.size() == total);  // every exited thread's block is in
+    }
+    done = true;
+    reader.join();
+    CHECK(bad_reads == 0);
+    std::set<std::uint64_t> seen;
+    for (std::uint64_t v : a.published()) {
+      REQUIRE(v != 0);
+      REQUIRE(seen.insert(v).second);
+    }
+  }
+
+  TEST_CASE("4 Writers race to the reservation limit: the array ends exactly full, no hole") {
+    constexpr std::size_t kMax = 100'003;  // not a multiple of any block
+    for (int round = 0; round < 5; ++round) {
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kMax)};
+      std::atomic<std::uint64_t> accepted{0}, left_over{0};
+      std::vector<std::thread> writers;
+      for (int t = 0; t < kWriters; ++t) {
+        writers.emplace_back([&, t] {
+          auto w = a.writer();
+          for (std::uint64_t s = 0;; ++s) {
+            try {
+              w.push_back(encode(t, s));
+              accepted++;
+              if (s % 1'001 == 0) w.flush();
+            } catch (const std::length_error&) {
+              break;  // full: what fitted was appended
+            }
+          }
+          left_over += w.buffered();  // dropped by the destructor
+        });
+      }
+      for (auto& w : writers)
+        w.join();
+      CHECK(a.size() == kMax);
+      CHECK(a.size() + left_over == accepted);
+      std::set<std::uint64_t> seen;
+      for (std::uint64_t v : a.published()) {
+        REQUIRE(v != 0);
+        REQUIRE(seen.insert(v).second);
+      }
+    }
+  }
+
+  TEST_CASE("refused commits under contention with Writers: nothing lost, no hole") {
+    reservoir::ArenaOptions o;
+    o.commit_granule = o.max_commit_step = pal::page_size();  // many commits
+    ConcurrentDynArray<std::uint64_t> a(reservoir::max_elements(kWriters * 20'000), o);
+    std::atomic<std::uint64_t> added{0}, refused{0};
+    {
+      test::FaultGuard fault(pal::Op::commit, 10, 25);  // the 11th..35th commits fail
+      std::vector<std::thread> writers;
+      for (int t = 0; t < kWriters; ++t) {
+        writers.emplace_back([&, t] {
+          auto w = a.writer();
+          for (std::uint64_t s = 0; s < 20'000; ++s) {
+            try {
+              w.push_back(encode(t, s));
+              added++;
+            } catch (const reservoir::OsAllocationError&) {
+              refused++;  // the buffer is kept; this value was not added
+            }
+          }
+          for (;;) {  // the refusals are finite: flush until it goes through
+            try {
+              w.flush();
+              break;
+            } catch (const reservoir::OsAllocationError&) {
+              refused++;
+            }
+          }
+        });
+      }
+      for (auto& w : writers)
+        w.join();
+    }
+    CHECK(refused > 0);
+    CHECK(a.size() == added);
+    std::set<std::uint64_t> seen;
+    for (std::uint64_t v : a.published()) {
+      REQUIRE(v != 0);
+      REQUIRE(seen.insert(v).second);
+    }
+  }
+
+  TEST_CASE("blocks of many sizes marked ready out of order: the prefix skips whole chunks") {
+    // Holds back slot 0 while other threads publish blocks of 1..300 after it through
+    // append_range, so every block is marked ready in chunks; then slot 0 completes and one
+    // thread publishes the whole run.
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(200'000)};
+    std::atomic<bool> go{false}, claimed{false};
+    std::thread first([&] {
+      a.emplace_back_with([&](std::size_t i) noexcept {
+        claimed = true;
+        while (!go.load())
+          std::this_thread::yield();
+        return encode(9, i);
+      });
+    });
+    while (!claimed.load())  // slot 0 is taken
+      std::this_thread::yield();
+    std::vector<std::thread> writers;
+    std::atomic<std::uint64_t> added{1};
+    for (int t = 0; t < kWriters; ++t) {
+      writers.emplace_back([&, t] {
+        std::vector<std::uint64_t> block;
+        std::uint64_t seq = 0;
+        for (std::uint64_t b = 0; b < 100; ++b) {
+          block.clear();
+          const std::uint64_t n = 1 + (b * 89 + static_cast<std::uint64_t>(t) * 7) % 300;
+          for (std::uint64_t k = 0; k < n; ++k)
+            block.push_back(encode(t, seq++));
+          a.append_range(block);
+          added += n;
+        }
+      });
+    }
+    for (auto& w : writers)
+      w.join();
+    CHECK(a.size() == 0);  // all held back by slot 0
+    go = true;
+    first.join();
+    CHECK(a.size() == added);
+    for (std::uint64_t v : a.published())
+      REQUIRE(v != 0);
   }
 }

@@ -4,42 +4,60 @@
 // Because nothing ever moves, a reserve-and-commit array can hand out slots to many appending
 // threads while readers index the part that is already there.
 //
+// Two ways to append:
+//   - Through the array: push_back/emplace_back/append_range/emplace_back_with/try_emplace_back,
+//     from any number of threads. Each call claims its slots (one slot, or a block of consecutive
+//     slots for append_range) with one compare-and-swap on a shared counter, constructs the
+//     elements in place and publishes them before it returns. Simple, and the new element's index
+//     is known at once, but threads that do nothing else contend on that counter's cache line.
+//   - Through a Writer, one per thread (`auto w = arr.writer(); w.push_back(x);`): the writer
+//     gathers elements in its own buffer without touching memory that other threads use, and
+//     appends them as one block of consecutive indices, claimed with one atomic operation, when
+//     the buffer is full, at w.flush() and when w is destroyed. The buffer starts at 16 elements
+//     and doubles at each full flush up to 16 KiB of elements, so a writer that appends a few
+//     elements holds little, and one that keeps appending pays one claim per 16 KiB.
 // Memory-ordering contract:
-//   - emplace_back/push_back/append_range may be called from any number of threads concurrently.
-//     Each call claims its slots (one slot, or a block of consecutive slots for append_range) with
-//     one compare-and-swap on a counter (no lock), constructs the elements in place, and publishes
-//     them. Only the thread that finds the committed memory exhausted takes a mutex to commit the
-//     next step; the others wait for it only if they, too, need the new memory.
 //   - size() is the length of the published prefix: every element below it is fully constructed,
 //     and its construction happens-before any read by a thread that observed that size()
 //     (acquire/release). size() never decreases. Readers never take a lock.
 //   - Reading element i (operator[], at, published()) is safe for i < size() while appends go on.
 //     Writing to a published element is the caller's business (like any shared object).
-//   - Elements are published in index order. An element constructed early whose predecessor is
-//     still being constructed becomes visible when the predecessor is done; any appending thread
+//   - Elements are published in index order. A block constructed early whose predecessor is still
+//     being constructed becomes visible when the predecessor is done; any appending thread
 //     advances the published prefix, so none waits for another.
-//   - No publish point: no thread keeps claimed slots between calls, so the prefix is held back
-//     only by appends in progress, never by a thread that stopped appending. Once every thread
-//     that appended has returned from its last append, size() counts all of their elements.
+//   - Slots are claimed only when their elements are about to be constructed, never ahead (a slot
+//     claimed ahead and then left unfilled could not be returned once another thread claimed
+//     after it, and would hold size() back for good). So the prefix is held back only by appends
+//     in progress, never by a thread that stopped appending:
+//       - an append through the array is counted by size() once it returns;
+//       - an element appended through a Writer is in the array (has an index, is counted by
+//         size(), is visible to readers) once that writer's flush() returns, or its destructor
+//         ends; until then it is the writer's alone. The publish point is flush() or the
+//         destructor; a writer that stops appending without either only hides its own buffer.
+//     Once every thread that appended has returned from its last append through the array and
+//     flushed or destroyed its writers, size() counts all of their elements.
 //   - A full reservation (std::length_error) or a refused commit (OsAllocationError) is thrown to
-//     the thread that hit it; no slot is claimed, so no hole appears and every published element
-//     stays intact. append_range is all-or-nothing: a block that does not fit claims nothing.
-//   - The value is constructed before a slot is claimed and moved into it (T must be nothrow move
-//     constructible), so a throwing constructor claims nothing either; append_range builds a
-//     block aside first unless constructing from its elements cannot throw.
+//     the thread that hit it and claims nothing, so no hole appears and every published element
+//     stays intact. append_range is all-or-nothing; a Writer's flush appends as many of its
+//     buffered elements as fit, oldest first, keeps the rest and then throws std::length_error
+//     (on OsAllocationError it keeps them all).
+//   - A throwing constructor claims nothing: the array's appends construct the value (or, for
+//     append_range, the block aside) before claiming and move it into its slot (T must be nothrow
+//     move constructible); a Writer constructs into its buffer, which keeps what it held.
 //   - Default construction, moves, swaps and destruction are not concurrent operations: no other
-//     thread may use the arrays involved meanwhile. A default-constructed or moved-from array has
-//     no reservation and max_size() 0 (appends throw std::length_error); element addresses never
-//     change, a move hands them to the destination.
+//     thread may use the arrays involved meanwhile, and no Writer may be alive for them. A
+//     default-constructed or moved-from array has no reservation and max_size() 0 (appends throw
+//     std::length_error); element addresses never change, a move hands them to the destination.
 // Memory: the elements plus one ready byte per element, both committed in the same steps.
-// Cost: an append whose slot is next publishes with one CAS; one that finishes before its
-// predecessor writes its ready byte and leaves it to be published with it. Appends from several
-// threads share the claim counter's cache line, so many threads doing nothing but single appends
-// contend on it (see the README's concurrent table); append_range pays that once per block.
+// Cost: an append whose block is next publishes it with one CAS; one that finishes before its
+// predecessor marks its block ready with one byte per power-of-two chunk of it (at most 64) and
+// leaves it to be published with the predecessor. Appends through the array share the claim
+// counter's cache line once per call; a Writer touches shared lines once per buffer.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -203,6 +221,91 @@ class ConcurrentDynArray {
   std::span<const T> published() const noexcept { return {data_, size()}; }
   const T* data() const noexcept { return data_; }
 
+  // Appends for one thread at a time, gathered in a buffer and appended as blocks (see the
+  // contract at the top). Use one per thread; a Writer itself is not thread-safe. The array must
+  // outlive it and must not be moved or swapped while it is alive.
+  class Writer {
+   public:
+    // Takes other's buffered elements; other stays a usable writer of the same array, with an
+    // empty buffer.
+    Writer(Writer&& other) noexcept
+        : array_(other.array_),
+          buffer_(std::exchange(other.buffer_, {})),
+          block_(std::exchange(other.block_, 0)) {}
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+    Writer& operator=(Writer&&) = delete;
+
+    // Flushes. A destructor cannot report errors: buffered elements that do not fit (or that the
+    // OS refuses memory for) are destroyed unseen. Call flush() first to learn of it.
+    ~Writer() {
+      try {
+        flush();
+      } catch (...) {  // std::length_error or OsAllocationError: see above
+      }
+    }
+
+    // Adds an element to the buffer, flushing it first if it is full; the element has no index
+    // and is not visible until the next flush. Throws what that flush throws (std::length_error
+    // when the array is full: the elements that fit were appended, the rest stay buffered;
+    // OsAllocationError), and whatever constructing T throws; the new element is not added then.
+    // Amortized cost: a compare and a construction in the writer's own buffer, plus one move per
+    // element and one claim per buffer at the flush.
+    template <class... Args>
+    void emplace_back(Args&&... args) {
+      if (buffer_.size() == block_) make_room();
+      buffer_.emplace_back(std::forward<Args>(args)...);  // fits: never reallocates
+    }
+    void push_back(const T& value) { emplace_back(value); }
+    void push_back(T&& value) { emplace_back(std::move(value)); }
+
+    // The publish point: appends the buffered elements to the array as one block of consecutive
+    // indices claimed with one atomic operation, and returns the block's first index (max_size()
+    // when nothing was buffered). After it returns they are published: counted by size() and
+    // visible to every reader. When fewer slots are left than elements buffered, appends those
+    // that fit (oldest first), keeps the rest buffered and throws std::length_error; when the OS
+    // refuses to commit (OsAllocationError), appends nothing and keeps them all.
+    size_type flush() {
+      if (buffer_.empty()) return array_->max_size_;
+      size_type count = 0;
+      const size_type first = array_->claim(buffer_.size(), true, &count);  // throws: none taken
+      std::uninitialized_move_n(buffer_.begin(), count, array_->data_ + first);  // nothrow
+      array_->publish(first, count);
+      buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(count));
+      if (!buffer_.empty()) array_->throw_full();
+      return first;
+    }
+
+    // Elements appended to this writer and not yet flushed.
+    size_type buffered() const noexcept { return buffer_.size(); }
+
+   private:
+    friend class ConcurrentDynArray;
+    explicit Writer(ConcurrentDynArray& array) noexcept : array_(&array) {}
+
+    // The buffer is full (or not allocated yet): flush it, then let the next block be twice as
+    // long, from 16 elements up to 16 KiB of them, never longer than the array.
+    void make_room() {
+      flush();
+      constexpr size_type kFirst = 16, kMaxBytes = 16 * 1024;
+      const size_type longest = (std::max)(size_type{1}, kMaxBytes / sizeof(T));
+      size_type next = block_ == 0 ? (std::min)(kFirst, longest) : (std::min)(block_ * 2, longest);
+      next = (std::min)(next, array_->max_size_);
+      if (next == 0) array_->throw_full();  // an array with no reservation
+      if (next > block_) {
+        buffer_.reserve(next);  // empty after the flush: nothing moves
+        block_ = next;
+      }
+    }
+
+    ConcurrentDynArray* array_;
+    std::vector<T> buffer_;
+    size_type block_ = 0;  // flush when the buffer holds this many
+  };
+
+  // A writer for the calling thread. Cheap: it allocates its buffer on its first append.
+  Writer writer() noexcept { return Writer(*this); }
+
  private:
   // Ready bytes must start at zero: never take their reservation from the cache (whose first
   // step holds old bytes), so every byte is fresh or decommitted memory.
@@ -221,22 +324,38 @@ class ConcurrentDynArray {
   }
 
   // Claims the next n (>= 1) consecutive slots with one CAS and returns the first, committing
-  // more memory first if needed. Backs off briefly after a lost CAS, so that contending threads
-  // stop invalidating the counter's cache line on every attempt.
-  size_type claim(size_type n = 1) {
+  // more memory first if needed. With `partial`, claims as many of them as fit below max_size()
+  // instead (at least one) and stores that count in *claimed_count. Backs off briefly after a lost
+  // CAS, so that contending threads stop invalidating the counter's cache line on every attempt.
+  size_type claim(size_type n = 1, bool partial = false, size_type* claimed_count = nullptr) {
     for (;;) {
       size_type i = claimed_.load(std::memory_order_relaxed);
+      size_type k = n;
       unsigned spins = 1;
       for (;;) {
+        if (partial) {
+          k = (std::min)(n, max_size_ - i);  // claimed_ <= capacity_ <= max_size_
+          if (k == 0) throw_full();
+        }
         const size_type cap = capacity_.load(std::memory_order_acquire);
-        if (i > cap || n > cap - i) break;
-        if (claimed_.compare_exchange_weak(i, i + n, std::memory_order_relaxed)) return i;
-        for (unsigned k = 0; k < spins; ++k)
+        if (i > cap || k > cap - i) break;
+        // seq_cst, as publish's reads of claimed_: a thread that publishes up to slot i and then
+        // reads claimed_ must see this claim if the claimer's ready mark may be there to see.
+        if (claimed_.compare_exchange_weak(i, i + k, std::memory_order_seq_cst,
+                                           std::memory_order_relaxed)) {
+          if (claimed_count != nullptr) *claimed_count = k;
+          return i;
+        }
+        for (unsigned spin = 0; spin < spins; ++spin)
           std::atomic_signal_fence(std::memory_order_seq_cst);  // a compiler-only pause
         spins = (std::min)(spins * 2, 64u);
       }
-      grow(i, n);  // throws, or makes capacity_ >= i + n (or another thread did)
+      grow(i, k);  // throws, or makes capacity_ >= i + k (or another thread did)
     }
+  }
+  [[noreturn]] void throw_full() const {
+    throw std::length_error("reservoir::ConcurrentDynArray: full at max_size() " +
+                            std::to_string(max_size_));
   }
   std::optional<size_type> try_claim() noexcept {
     try {
@@ -251,10 +370,7 @@ class ConcurrentDynArray {
     std::lock_guard lock(commit_mutex_);
     const size_type cap = capacity_.load(std::memory_order_relaxed);
     if (i <= cap && n <= cap - i) return;  // another thread did it
-    if (i > max_size_ || n > max_size_ - i) {
-      throw std::length_error("reservoir::ConcurrentDynArray: full at max_size() " +
-                              std::to_string(max_size_));
-    }
+    if (i > max_size_ || n > max_size_ - i) throw_full();
     // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
     // from fresh or decommitted memory, so they read as zero (not ready).
     data_arena_.reserve((i + n) * sizeof(T));  // strong guarantee on failure
@@ -298,26 +414,47 @@ class ConcurrentDynArray {
                     std::memory_order_relaxed);
   }
 
-  // Publishes the constructed slots [i, i + n).
+  // Publishes the constructed slots [i, i + n) (n >= 1).
+  //
+  // Ready bytes mark blocks, not elements: a block [i, i + n) is split into power-of-two chunks
+  // (largest first), and the byte of each chunk's first slot holds log2(chunk length) + 1; the
+  // other bytes stay 0. The published prefix only ever ends at a block's or a chunk's end, so a
+  // thread advancing it reads only chunk-start bytes, and skips a whole chunk per byte.
   void publish(size_type i, size_type n = 1) noexcept {
-    // 1. The common case: slot i is next, so publish the block directly; its ready bytes are never
+    // 1. The common case: the block is next, so publish it directly; its ready bytes are never
     //    needed.
     size_type p = i;
     if (published_.compare_exchange_strong(p, i + n, std::memory_order_seq_cst)) {
       p = i + n;
     } else {
-      // 2. A predecessor is still constructing: leave ready marks for whoever publishes it. Every
-      //    mark is stored before published_ is read again, so a publisher that stopped at any
-      //    slot of this block (having read its mark as 0) is seen below, and this thread goes on.
-      for (size_type k = i; k < i + n; ++k)
-        ready(k).store(1, std::memory_order_seq_cst);
+      // 2. A predecessor is still constructing: mark the block ready for whoever publishes it.
+      //    Every mark is stored before published_ is read again, so a publisher that stopped at
+      //    any chunk of this block (having read its mark as 0) is seen below, and this thread
+      //    goes on.
+      for (size_type k = i, left = n; left != 0;) {
+        const size_type chunk = std::bit_floor(left);
+        ready(k).store(static_cast<unsigned char>(std::bit_width(chunk)),
+                       std::memory_order_seq_cst);
+        k += chunk;
+        left -= chunk;
+      }
       p = published_.load(std::memory_order_seq_cst);
     }
-    // 3. Advance over every consecutive ready slot. seq_cst on the flags and the counter: of two
-    //    threads finishing neighbouring slots, at least one sees the other's store.
-    while (p < claimed_.load(std::memory_order_seq_cst) &&
-           ready(p).load(std::memory_order_seq_cst)) {
-      if (published_.compare_exchange_weak(p, p + 1, std::memory_order_seq_cst)) ++p;
+    // 3. Advance over every run of ready chunks with one CAS per run. seq_cst on the marks and the
+    //    counters: of two threads finishing neighbouring blocks, at least one sees the other's
+    //    claim and mark. Only bytes of claimed slots are read (committed and constructed before
+    //    the claim), so a thread appending alone never touches them.
+    for (;;) {
+      const size_type end = claimed_.load(std::memory_order_seq_cst);
+      size_type q = p;
+      while (q < end) {
+        const unsigned char mark = ready(q).load(std::memory_order_seq_cst);
+        if (mark == 0) break;
+        q += size_type{1} << (mark - 1);
+      }
+      if (q == p) return;
+      if (published_.compare_exchange_strong(p, q, std::memory_order_seq_cst)) p = q;
+      // else p is the prefix another thread published (a chunk boundary too): scan from there
     }
   }
 
