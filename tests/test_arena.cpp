@@ -380,6 +380,43 @@ TEST_SUITE("arena") {
     CHECK(a.committed() == 0);
   }
 
+  TEST_CASE("reserve backs what Populate asks for: all, the first step, or nothing") {
+    if (test::under_valgrind()) {
+      MESSAGE("skipped under valgrind, whose own memory grows with what the program maps");
+      return;
+    }
+    if (pal::current_rss() == 0) {
+      MESSAGE("no resident-set size on this OS: not checked");
+      return;
+    }
+    // With prefault on (the default), each mode backs a different share of a 64 MiB commit; the
+    // rest is committed all the same and reads as zero when touched. (pal::current_rss: the
+    // working set on Windows, which is what a store per page there makes resident.)
+    constexpr std::size_t kCommit = 64 * kMiB;
+    struct Case {
+      Arena::Populate populate;
+      std::size_t min_kib, max_kib;
+    };
+    for (const Case c : {Case{Arena::Populate::all, 60 * 1024, 80 * 1024},
+                         Case{Arena::Populate::first_step, 0, 8 * 1024},
+                         Case{Arena::Populate::none, 0, 4 * 1024}}) {
+      Arena a(128 * kMiB);
+      REQUIRE(a.options().prefault);
+      const std::size_t before = pal::current_rss() / 1024;
+      a.reserve(kCommit, c.populate);
+      const std::size_t after = pal::current_rss() / 1024;
+      const std::size_t grew = after > before ? after - before : 0;
+      INFO("populate " << static_cast<int>(c.populate) << ": RSS grew by " << grew << " KiB");
+      CHECK(a.committed() >= kCommit);
+      CHECK(grew >= c.min_kib);
+      CHECK(grew <= c.max_kib);
+      auto* p = static_cast<volatile unsigned char*>(static_cast<void*>(a.base()));
+      CHECK(p[kCommit - 1] == 0);
+      p[kCommit - 1] = 7;  // committed: writable
+      CHECK(p[kCommit - 1] == 7);
+    }
+  }
+
   TEST_CASE("prefault and huge-page options give the same arena") {
     ArenaOptions opt;
     opt.prefault = true;

@@ -180,6 +180,39 @@ TEST_SUITE("concurrent") {
     CHECK(a.size() == added + 1);
   }
 
+  TEST_CASE("one thread appending alone never touches the ready marks' pages") {
+    if (test::under_valgrind() || kThreadSanitizer) {
+      MESSAGE("skipped under valgrind and TSan, whose own memory grows with what the program maps");
+      return;
+    }
+    if (pal::current_rss() == 0) {
+      MESSAGE("no resident-set size on this OS: not checked");
+      return;
+    }
+    // 64 MiB of elements, one mark byte each (16 MiB): in order, the marks are never written,
+    // so only the elements become resident (ASan's shadow of what is written adds an eighth).
+    constexpr std::size_t kCount = std::size_t{1} << 24;
+    std::vector<std::uint32_t> batch(std::size_t{1} << 20);
+    const std::size_t before = pal::current_rss() / 1024;
+    {
+      ConcurrentDynArray<std::uint32_t> a{reservoir::max_elements(kCount)};
+      for (std::size_t done = 0; done < kCount / 2; done += batch.size()) {
+        std::iota(batch.begin(), batch.end(), static_cast<std::uint32_t>(done));
+        a.append_range(batch);
+      }
+      auto w = a.writer();  // a lone Writer's blocks are in order too
+      for (std::size_t i = kCount / 2; i < kCount; ++i)
+        w.push_back(static_cast<std::uint32_t>(i));
+      w.flush();
+      const std::size_t after = pal::current_rss() / 1024;
+      const std::size_t grew_kib = after > before ? after - before : 0;
+      INFO("RSS grew by " << grew_kib << " KiB for " << kCount * 4 / 1024 << " KiB of elements");
+      CHECK(a.size() == kCount);
+      CHECK(a[kCount - 1] == kCount - 1);
+      CHECK(grew_kib < (kCount * 4 + kCount / 2) / 1024);  // elements + 8 MiB; marks were 16 MiB
+    }
+  }
+
   TEST_CASE("every member is defined on default-constructed and moved-from arrays") {
     ConcurrentDynArray<int> d;
     check_empty_unreserved(d);

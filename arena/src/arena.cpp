@@ -705,7 +705,7 @@ std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept 
     return {1, memory_limit_category()};
   }
   if (std::error_code ec = pal::commit(start, len)) return ec;
-  if (options_.prefault) {
+  if (options_.prefault && populate != Populate::none) {
     // 1. Ask the OS to back the step (Linux MADV_POPULATE_WRITE), then 2. write one byte per
     //    page anyway (the only way elsewhere). After a populate the write costs a store per page,
     //    but on a VM whose host takes back free guest pages (free page reporting) the populate

@@ -225,6 +225,9 @@ class Arena {
     // committed but backed on first touch, as std::vector::reserve is under overcommit. For an
     // upper bound that may never be reached: reserve(1e9 ints) costs 2 MiB of RSS, not 4 GB.
     first_step,
+    // None of it: committed, backed on first touch, as if prefault were off for this call. For
+    // memory that may never be written.
+    none,
   };
 
   // Commits ahead so that committed() >= bytes (rounded up to the granule). Never moves anything.

@@ -48,7 +48,8 @@
 //     thread may use the arrays involved meanwhile, and no Writer may be alive for them. A
 //     default-constructed or moved-from array has no reservation and max_size() 0 (appends throw
 //     std::length_error); element addresses never change, a move hands them to the destination.
-// Memory: the elements plus one ready byte per element, both committed in the same steps.
+// Memory: the elements plus one ready byte per element, both committed in the same steps; the
+// ready bytes' pages become resident only where blocks finish out of order.
 // Cost: an append whose block is next publishes it with one CAS; one that finishes before its
 // predecessor marks its block ready with one byte per power-of-two chunk of it (at most 64) and
 // leaves it to be published with the predecessor. Appends through the array share the claim
@@ -74,6 +75,30 @@
 #include <reservoir/max_size.hpp>
 
 namespace reservoir {
+namespace detail {
+
+// Atomic access to a plain byte (ConcurrentDynArray's ready marks), sequentially consistent.
+#if defined(__cpp_lib_atomic_ref)
+inline constexpr bool kByteAtomicsLockFree =
+    std::atomic_ref<unsigned char>::is_always_lock_free &&
+    std::atomic_ref<unsigned char>::required_alignment == 1;
+inline unsigned char atomic_load_byte(unsigned char* p) noexcept {
+  return std::atomic_ref<unsigned char>(*p).load(std::memory_order_seq_cst);
+}
+inline void atomic_store_byte(unsigned char* p, unsigned char v) noexcept {
+  std::atomic_ref<unsigned char>(*p).store(v, std::memory_order_seq_cst);
+}
+#else  // standard libraries without std::atomic_ref (libc++ before 19): the GCC/Clang builtins
+inline constexpr bool kByteAtomicsLockFree = __atomic_always_lock_free(1, 0);
+inline unsigned char atomic_load_byte(unsigned char* p) noexcept {
+  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+inline void atomic_store_byte(unsigned char* p, unsigned char v) noexcept {
+  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+#endif
+
+}  // namespace detail
 
 // The counters are alignas(64) so that each has its own cache line; MSVC warns (C4324) that the
 // class is padded for it, which is the point.
@@ -88,9 +113,7 @@ class ConcurrentDynArray {
                 "ConcurrentDynArray<T> moves the new value into its slot after claiming it: T "
                 "must be nothrow move constructible");
   static_assert(alignof(T) <= 4096, "elements are aligned to at most 4096 bytes");
-  static_assert(sizeof(std::atomic<unsigned char>) == 1 &&
-                    std::atomic<unsigned char>::is_always_lock_free,
-                "ready flags are one lock-free byte each");
+  static_assert(detail::kByteAtomicsLockFree, "ready marks are one lock-free byte each");
 
  public:
   using value_type = T;
@@ -103,7 +126,7 @@ class ConcurrentDynArray {
         data_arena_(max_size_ * sizeof(T), options),
         ready_arena_(max_size_, fresh(options)) {
     data_ = reinterpret_cast<T*>(data_arena_.base());
-    ready_ = reinterpret_cast<std::atomic<unsigned char>*>(ready_arena_.base());
+    ready_ = reinterpret_cast<unsigned char*>(ready_arena_.base());
   }
   explicit ConcurrentDynArray(max_bytes limit, ArenaOptions options = {})
       : ConcurrentDynArray(max_elements(limit.bytes / sizeof(T)), options) {}
@@ -307,13 +330,23 @@ class ConcurrentDynArray {
   Writer writer() noexcept { return Writer(*this); }
 
  private:
-  // Ready bytes must start at zero: never take their reservation from the cache (whose first
-  // step holds old bytes), so every byte is fresh or decommitted memory.
+  // Ready marks must start at zero: never take their reservation from the cache (whose first
+  // step holds old bytes), so every byte is fresh or decommitted memory, which the OS fills with
+  // zeros.
   static ArenaOptions fresh(ArenaOptions o) noexcept {
     o.reuse_reservation = false;
     return o;
   }
-  std::atomic<unsigned char>& ready(size_type i) const noexcept { return ready_[i]; }
+  // The marks are plain bytes, only ever accessed atomically. unsigned char is an
+  // implicit-lifetime type, and the OS's zero-filled pages hold such objects without a write
+  // (as memory from malloc does), so a mark needs no construction and its page stays untouched
+  // until a mark on it is set.
+  unsigned char load_mark(size_type i) const noexcept {
+    return detail::atomic_load_byte(ready_ + i);
+  }
+  void store_mark(size_type i, unsigned char mark) noexcept {
+    detail::atomic_store_byte(ready_ + i, mark);
+  }
 
   static size_type checked(size_type max_size) {
     if (max_size == 0) throw std::invalid_argument("reservoir::ConcurrentDynArray: max_size 0");
@@ -375,13 +408,17 @@ class ConcurrentDynArray {
     // from fresh or decommitted memory, so they read as zero (not ready).
     data_arena_.reserve((i + n) * sizeof(T));  // strong guarantee on failure
     const size_type data_cap = (std::min)(data_arena_.committed() / sizeof(T), max_size_);
-    const size_type old_flags = (std::min)(ready_arena_.committed(), max_size_);
-    ready_arena_.reserve(data_cap);  // on failure data_arena_ keeps a step: harmless, unclaimed
+    // The marks are written only when blocks finish out of order, so while one thread appends
+    // alone their pages are never touched and cost no RAM and no faults: commit them without
+    // prefault. Once a block has finished out of order, more marks will be written, and the new
+    // pages are backed here in one call rather than by a page fault in an appending thread.
+    const auto populate = out_of_order_.load(std::memory_order_relaxed) ? Arena::Populate::all
+                                                                        : Arena::Populate::none;
+    // On failure data_arena_ keeps a step: harmless, unclaimed.
+    ready_arena_.reserve(data_cap, populate);
     const size_type flags = (std::min)(ready_arena_.committed(), max_size_);
-    // Begin the new flags' lifetime (as 0: not ready). No thread reads a flag at or above the
-    // old capacity before the release store below publishes it.
-    for (size_type k = old_flags; k < flags; ++k)
-      std::construct_at(ready_ + k, static_cast<unsigned char>(0));
+    // No thread reads a mark at or above the old capacity before the release store below
+    // publishes it.
     capacity_.store((std::min)(data_cap, flags), std::memory_order_release);
   }
 
@@ -412,6 +449,8 @@ class ConcurrentDynArray {
                      std::memory_order_relaxed);
     capacity_.store(other.capacity_.exchange(0, std::memory_order_relaxed),
                     std::memory_order_relaxed);
+    out_of_order_.store(other.out_of_order_.exchange(false, std::memory_order_relaxed),
+                        std::memory_order_relaxed);
   }
 
   // Publishes the constructed slots [i, i + n) (n >= 1).
@@ -428,13 +467,14 @@ class ConcurrentDynArray {
       p = i + n;
     } else {
       // 2. A predecessor is still constructing: mark the block ready for whoever publishes it.
+      if (!out_of_order_.load(std::memory_order_relaxed))
+        out_of_order_.store(true, std::memory_order_relaxed);
       //    Every mark is stored before published_ is read again, so a publisher that stopped at
       //    any chunk of this block (having read its mark as 0) is seen below, and this thread
       //    goes on.
       for (size_type k = i, left = n; left != 0;) {
         const size_type chunk = std::bit_floor(left);
-        ready(k).store(static_cast<unsigned char>(std::bit_width(chunk)),
-                       std::memory_order_seq_cst);
+        store_mark(k, static_cast<unsigned char>(std::bit_width(chunk)));
         k += chunk;
         left -= chunk;
       }
@@ -442,13 +482,13 @@ class ConcurrentDynArray {
     }
     // 3. Advance over every run of ready chunks with one CAS per run. seq_cst on the marks and the
     //    counters: of two threads finishing neighbouring blocks, at least one sees the other's
-    //    claim and mark. Only bytes of claimed slots are read (committed and constructed before
-    //    the claim), so a thread appending alone never touches them.
+    //    claim and mark. Only marks of claimed slots are read (committed before the claim), so a
+    //    thread appending alone never touches them.
     for (;;) {
       const size_type end = claimed_.load(std::memory_order_seq_cst);
       size_type q = p;
       while (q < end) {
-        const unsigned char mark = ready(q).load(std::memory_order_seq_cst);
+        const unsigned char mark = load_mark(q);
         if (mark == 0) break;
         q += size_type{1} << (mark - 1);
       }
@@ -462,12 +502,13 @@ class ConcurrentDynArray {
   Arena data_arena_;
   Arena ready_arena_;
   T* data_ = nullptr;
-  std::atomic<unsigned char>* ready_ = nullptr;  // one flag per slot (constructed as committed)
+  unsigned char* ready_ = nullptr;  // one mark per slot, zero until set (see load_mark)
   // Each counter on its own cache line: appenders hammer claimed_ and published_, readers poll
   // published_, and capacity_ is read-mostly.
   alignas(64) std::atomic<size_type> claimed_{0};    // slots handed out
   alignas(64) std::atomic<size_type> published_{0};  // prefix that is constructed and visible
   alignas(64) std::atomic<size_type> capacity_{0};   // slots backed by committed memory
+  std::atomic<bool> out_of_order_{false};  // some block was marked ready (read by grow() only)
   alignas(64) std::mutex commit_mutex_;
 };
 #if defined(_MSC_VER)
