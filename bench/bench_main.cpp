@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
   Config cfg;
   std::string sizes = "1e3,1e6,1e7",
               containers = "dynarray,vector,vector_reserve,deque,vector_populate,floor",
-              types = "int,unique_ptr,string", reserve, only;
+              types = "int",  // the quick tour; --types int,unique_ptr,string for all
+      reserve, only;
   // The library's defaults (the first step one page, or the page size where pages are larger).
   std::string granule = std::to_string(std::max<std::size_t>(reservoir::kDefaultCommitGranule,
                                                              reservoir::pal::page_size())),
@@ -65,7 +66,10 @@ int main(int argc, char** argv) {
                  "Contenders: dynarray,vector,vector_reserve,deque,vector_populate,floor (also: "
                  "pmr_arena,pmr_monotonic)")
       ->capture_default_str();
-  app.add_option("--types", types, "Element types: int,unique_ptr,string")->capture_default_str();
+  app.add_option("--types", types,
+                 "Element types: int,unique_ptr,string (the quick tour: int, so that it ends in "
+                 "about a minute)")
+      ->capture_default_str();
   app.add_option("--reps", cfg.reps, "Throughput repetitions per cell (median reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
