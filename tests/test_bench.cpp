@@ -174,15 +174,30 @@ TEST_SUITE("bench_smoke") {
   TEST_CASE("reservoir-bench runs every requested cell and writes sane JSON") {
     const std::string json_file = "bench_smoke.json";
     pal::ProcessResult r;
-    REQUIRE_FALSE(
-        pal::run_process(bench_path(),
-                         // A 1 GiB reservation: Wine keeps one byte per reserved page,
-                         // so the default 64 GiB costs 16 MiB of RSS there (not on
-                         // Windows itself); the band below is about the data.
-                         {"--sizes", "1e3,1e6", "--reps", "2", "--reserve", "1G", "--threads",
-                          "1,2", "--mixed-iterations", "20", "--many-arrays", "100", "--json",
-                          json_file, "--markdown", "bench_smoke.md", "--csv", "bench_smoke.csv"},
-                         &r));
+    // A 1 GiB reservation: Wine keeps one byte per reserved page, so the default 64 GiB costs
+    // 16 MiB of RSS there (not on Windows itself); the band below is about the data. Every
+    // element type (the quick tour runs int only).
+    const std::vector<std::string> args = {"--sizes",
+                                           "1e3,1e6",
+                                           "--types",
+                                           "int,unique_ptr,string",
+                                           "--reps",
+                                           "2",
+                                           "--reserve",
+                                           "1G",
+                                           "--threads",
+                                           "1,2",
+                                           "--mixed-iterations",
+                                           "20",
+                                           "--many-arrays",
+                                           "100",
+                                           "--json",
+                                           json_file,
+                                           "--markdown",
+                                           "bench_smoke.md",
+                                           "--csv",
+                                           "bench_smoke.csv"};
+    REQUIRE_FALSE(pal::run_process(bench_path(), args, &r));
     INFO(r.output);
     REQUIRE(r.exited);
     REQUIRE(r.exit_code == 0);
