@@ -381,8 +381,8 @@ TEST_SUITE("arena") {
   }
 
   TEST_CASE("reserve backs what Populate asks for: all, the first step, or nothing") {
-    if (test::under_valgrind()) {
-      MESSAGE("skipped under valgrind, whose own memory grows with what the program maps");
+    if (test::under_valgrind() || kThreadSanitizer) {
+      MESSAGE("skipped under valgrind and TSan, whose own memory grows with what the program maps");
       return;
     }
     if (pal::current_rss() == 0) {

@@ -5,9 +5,12 @@
 #include <atomic>
 #include <cstdint>
 #include <numeric>
+#include <ranges>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -415,6 +418,55 @@ TEST_SUITE("concurrent") {
       REQUIRE(v != 0);
       REQUIRE(seen.insert(v).second);
     }
+  }
+
+  TEST_CASE("a Writer of a type without assignment: a partial flush keeps the rest in order") {
+    struct Fixed {  // nothrow movable, neither copy- nor move-assignable
+      const int v;
+      explicit Fixed(int x) noexcept : v(x) {}
+    };
+    static_assert(!std::is_move_assignable_v<Fixed>);
+    ConcurrentDynArray<Fixed> a{reservoir::max_elements(10)};
+    CHECK(a.emplace_back(0) == 0);  // the array's own appends need no assignment either
+    auto w = a.writer();
+    for (int v = 1; v <= 10; ++v)  // the writer's block is the array's size, 10: no flush yet
+      w.emplace_back(v);
+    CHECK(w.buffered() == 10);
+    try {
+      (void)w.flush();
+      FAIL("a flush past max_size() must throw");
+    } catch (const std::length_error& e) {
+      // The message says what went where.
+      CHECK(std::string(e.what()).find("appended 9 of 10 buffered elements at index 1") !=
+            std::string::npos);
+    }
+    CHECK(a.size() == 10);
+    CHECK(w.buffered() == 1);
+    for (int i = 0; i < 10; ++i)
+      CHECK(a[static_cast<std::size_t>(i)].v == i);
+    CHECK_THROWS_AS((void)w.flush(), std::length_error);     // still full: nothing moves
+    CHECK_THROWS_AS(w.emplace_back(11), std::length_error);  // its flush throws: not added
+    CHECK(w.buffered() == 1);
+    CHECK(a.size() == 10);
+  }
+
+  TEST_CASE("append_range from a range whose iterator throws claims nothing") {
+    ConcurrentDynArray<int> a{reservoir::max_elements(100)};
+    const std::vector<int> v = {1, 2, -3, 4};
+    auto throwing = v | std::views::transform([](int x) {
+                      if (x < 0) throw std::runtime_error("bad element");
+                      return x;
+                    });
+    CHECK_THROWS_AS((void)a.append_range(throwing), std::runtime_error);
+    CHECK(a.size() == 0);  // no claimed, unpublished slot holds the prefix back
+    CHECK(a.push_back(7) == 0);
+    CHECK(a.size() == 1);
+    const std::vector<int> ok = {1, 2, 3};
+    CHECK(a.append_range(ok | std::views::transform([](int x) { return x * 10; })) == 1);
+    CHECK(a.append_range(ok) == 4);  // contiguous: built in place
+    CHECK(a.size() == 7);
+    CHECK(a[3] == 30);
+    CHECK(a[6] == 3);
   }
 
   TEST_CASE("a Writer: buffered until flush, one block of consecutive indices, then visible") {

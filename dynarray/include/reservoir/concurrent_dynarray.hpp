@@ -14,8 +14,8 @@
 //     gathers elements in its own buffer without touching memory that other threads use, and
 //     appends them as one block of consecutive indices, claimed with one atomic operation, when
 //     the buffer is full, at w.flush() and when w is destroyed. The buffer starts at 16 elements
-//     and doubles at each full flush up to 16 KiB of elements, so a writer that appends a few
-//     elements holds little, and one that keeps appending pays one claim per 16 KiB.
+//     and doubles at each full flush up to 16 KiB worth of elements, so a writer that appends a
+//     few elements holds little, and one that keeps appending pays one claim per 16 KiB.
 // Memory-ordering contract:
 //   - size() is the length of the published prefix: every element below it is fully constructed,
 //     and its construction happens-before any read by a thread that observed that size()
@@ -48,8 +48,9 @@
 //     thread may use the arrays involved meanwhile, and no Writer may be alive for them. A
 //     default-constructed or moved-from array has no reservation and max_size() 0 (appends throw
 //     std::length_error); element addresses never change, a move hands them to the destination.
-// Memory: the elements plus one ready byte per element, both committed in the same steps; the
-// ready bytes' pages become resident only where blocks finish out of order.
+// Memory: the elements plus one ready byte per element, committed as the elements are; the ready
+// bytes' pages stay untouched until a block first finishes out of order (never while one thread
+// appends alone), after which each new commit of them is prefaulted.
 // Cost: an append whose block is next publishes it with one CAS; one that finishes before its
 // predecessor marks its block ready with one byte per power-of-two chunk of it (at most 64) and
 // leaves it to be published with the predecessor. Appends through the array share the claim
@@ -173,23 +174,17 @@ class ConcurrentDynArray {
   // atomic operation (a producer with batches pays one claim per batch, not one per element), and
   // returns the block's first index; an empty range claims nothing and returns max_size(), never
   // a valid index. Thread-safe. All-or-nothing: when the block does not fit (std::length_error) or
-  // the OS refuses to commit (OsAllocationError), nothing is added. When constructing T from an
-  // element may throw, or the range can be walked only once, the values are first built aside,
-  // so a throw claims nothing either.
+  // the OS refuses to commit (OsAllocationError), nothing is added. The values are built in
+  // place only from a contiguous sized range whose elements construct T without throwing (walking
+  // it through a pointer cannot throw either); any other range is first built aside, so a throw
+  // from an iterator or a constructor claims nothing.
   template <std::ranges::input_range R>
   requires std::constructible_from<T, std::ranges::range_reference_t<R>> size_type
   append_range(R&& values) {
-    if constexpr (std::ranges::forward_range<R> &&
+    if constexpr (std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
                   std::is_nothrow_constructible_v<T, std::ranges::range_reference_t<R>>) {
-      // The length without std::ranges::distance (absent in libc++ before 16).
-      size_type n = 0;
-      if constexpr (std::ranges::sized_range<R>) {
-        n = static_cast<size_type>(std::ranges::size(values));
-      } else {
-        for (auto it = std::ranges::begin(values); it != std::ranges::end(values); ++it)
-          ++n;
-      }
-      return append_block(n, std::ranges::begin(values));
+      return append_block(static_cast<size_type>(std::ranges::size(values)),
+                          std::ranges::data(values));
     } else {
       std::vector<T> aside;  // may throw: nothing claimed yet
       for (auto&& v : values)
@@ -254,6 +249,7 @@ class ConcurrentDynArray {
     Writer(Writer&& other) noexcept
         : array_(other.array_),
           buffer_(std::exchange(other.buffer_, {})),
+          head_(std::exchange(other.head_, 0)),
           block_(std::exchange(other.block_, 0)) {}
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
@@ -289,18 +285,30 @@ class ConcurrentDynArray {
     // that fit (oldest first), keeps the rest buffered and throws std::length_error; when the OS
     // refuses to commit (OsAllocationError), appends nothing and keeps them all.
     size_type flush() {
-      if (buffer_.empty()) return array_->max_size_;
+      const size_type pending = buffer_.size() - head_;
+      if (pending == 0) return array_->max_size_;
       size_type count = 0;
-      const size_type first = array_->claim(buffer_.size(), true, &count);  // throws: none taken
-      std::uninitialized_move_n(buffer_.begin(), count, array_->data_ + first);  // nothrow
+      const size_type first = array_->claim(pending, true, &count);  // throws: none taken
+      std::uninitialized_move_n(buffer_.begin() + static_cast<std::ptrdiff_t>(head_), count,
+                                array_->data_ + first);  // nothrow
       array_->publish(first, count);
-      buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(count));
-      if (!buffer_.empty()) array_->throw_full();
-      return first;
+      if (count == pending) {
+        buffer_.clear();
+        head_ = 0;
+        return first;
+      }
+      // The rest stays buffered after the moved-from ones (no assignment: T need not have one).
+      head_ += count;
+      throw std::length_error(
+          "reservoir::ConcurrentDynArray::Writer: the array is full at "
+          "max_size() " +
+          std::to_string(array_->max_size_) + ": appended " + std::to_string(count) + " of " +
+          std::to_string(pending) + " buffered elements at index " + std::to_string(first) +
+          ", the rest stay buffered");
     }
 
     // Elements appended to this writer and not yet flushed.
-    size_type buffered() const noexcept { return buffer_.size(); }
+    size_type buffered() const noexcept { return buffer_.size() - head_; }
 
    private:
     friend class ConcurrentDynArray;
@@ -322,7 +330,8 @@ class ConcurrentDynArray {
     }
 
     ConcurrentDynArray* array_;
-    std::vector<T> buffer_;
+    std::vector<T> buffer_;  // [head_, size()) buffered; before head_: moved into the array
+    size_type head_ = 0;
     size_type block_ = 0;  // flush when the buffer holds this many
   };
 
