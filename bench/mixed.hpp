@@ -9,7 +9,9 @@
 // checksum() proves it.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cassert>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +19,8 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -127,6 +131,40 @@ struct Stats {
   std::uint64_t arrays = 0;    // inner arrays at the end
 };
 
+// Two containers for the ideal row ("vector_ideal", see run_ideal): SizeOnly tracks an inner
+// array's size and nothing else (the first pass: the sizes follow from the random sequence alone),
+// IdealVector is a std::vector that the environment reserves, when it creates an inner array, to
+// the largest size that array ever reaches, so it never reallocates.
+template <class T>
+class SizeOnly {
+ public:
+  SizeOnly() = default;
+  explicit SizeOnly(std::size_t n) : size_(n) {}
+  std::size_t size() const { return size_; }
+  template <class U>
+  void push_back(U&&) {
+    ++size_;
+  }
+  void pop_back() { --size_; }
+  std::ptrdiff_t begin() const { return 0; }
+  template <class U>
+  void insert(std::ptrdiff_t, std::size_t m, const U&) {
+    size_ += m;
+  }
+  void erase(std::ptrdiff_t first, std::ptrdiff_t last) {
+    size_ -= static_cast<std::size_t>(last - first);
+  }
+
+ private:
+  std::size_t size_ = 0;
+};
+
+template <class T>
+class IdealVector : public std::vector<T> {
+ public:
+  using std::vector<T>::vector;
+};
+
 // A copy of an inner array: DynArray copies through clone(), the standard containers by copy
 // construction.
 template <class Inner>
@@ -143,8 +181,23 @@ template <template <class> class V, class T>
 class Environment {
  public:
   using Inner = V<T>;
+  static constexpr bool kSizesOnly = std::is_same_v<Inner, SizeOnly<T>>;
+  static constexpr bool kIdeal = std::is_same_v<Inner, IdealVector<T>>;
+  // The value type the actions create: a SizeOnly pass creates no elements.
+  using Value = std::conditional_t<kSizesOnly, int, T>;
 
   Environment() { env_.emplace_back(); }
+
+  // SizeOnly: the largest size each inner array reached, by position in the environment.
+  const std::vector<std::uint64_t>& high_water() const { return high_; }
+  // IdealVector: the sizes to reserve, high_water() of a SizeOnly pass over the same sequence.
+  void reserve_for(std::vector<std::uint64_t> high) {
+    if constexpr (kIdeal) {
+      high_ = std::move(high);
+      env_.reserve(high_.size());
+      env_[0].reserve(target(0));
+    }
+  }
 
   // Applies action `a` of iteration i (1-based), drawing from rng.
   void apply(Action a, std::uint64_t i, Rng& rng) {
@@ -153,10 +206,12 @@ class Environment {
       case kPushBack: {
         const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
         for (std::uint64_t k = 0; k < arrays; ++k) {
-          Inner& x = env_[rng.uniform(0, n - 1)];
+          const std::uint64_t at = rng.uniform(0, n - 1);
+          Inner& x = env_[at];
           const std::uint64_t m = rng.uniform(1, 100 * i);
           for (std::uint64_t j = 0; j < m; ++j)
-            x.push_back(make_value<T>(next_value_++));
+            x.push_back(make_value<Value>(next_value_++));
+          note(at);
         }
         break;
       }
@@ -173,7 +228,16 @@ class Environment {
       case kConstruct: {
         const std::uint64_t count = rng.uniform(1, 3);
         for (std::uint64_t k = 0; k < count; ++k) {
-          env_.push_back(Inner(static_cast<std::size_t>(rng.uniform(1, i + 10))));
+          const auto size = static_cast<std::size_t>(rng.uniform(1, i + 10));
+          if constexpr (kIdeal) {
+            Inner x;
+            x.reserve(target(env_.size()));
+            x.resize(size);
+            env_.push_back(std::move(x));
+          } else {
+            env_.push_back(Inner(size));
+          }
+          note(env_.size() - 1);
         }
         break;
       }
@@ -181,17 +245,29 @@ class Environment {
         const std::uint64_t count = rng.uniform(1, 3);
         for (std::uint64_t k = 0; k < count; ++k) {
           // The source index is drawn from the arrays that existed before this action.
-          env_.push_back(copy_of(env_[rng.uniform(0, n - 1)]));
+          const Inner& from = env_[rng.uniform(0, n - 1)];
+          if constexpr (kIdeal) {
+            Inner x;
+            x.reserve(target(env_.size()));
+            x.insert(x.end(), from.begin(), from.end());
+            env_.push_back(std::move(x));
+          } else {
+            env_.push_back(copy_of(from));
+          }
+          note(env_.size() - 1);
         }
         break;
       }
       case kInsert: {
         const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
         for (std::uint64_t k = 0; k < arrays; ++k) {
-          Inner& x = env_[rng.uniform(0, n - 1)];
+          const std::uint64_t at = rng.uniform(0, n - 1);
+          Inner& x = env_[at];
           const std::uint64_t pos = rng.uniform(0, x.size());
           const std::uint64_t m = rng.uniform(1, i);
-          x.insert(x.begin() + static_cast<std::ptrdiff_t>(pos), static_cast<std::size_t>(m), T());
+          x.insert(x.begin() + static_cast<std::ptrdiff_t>(pos), static_cast<std::size_t>(m),
+                   Value());
+          note(at);
         }
         break;
       }
@@ -230,8 +306,22 @@ class Environment {
   std::uint64_t arrays() const { return env_.size(); }
 
  private:
-  V<Inner> env_;
+  void note(std::size_t at) {
+    if constexpr (kSizesOnly) {
+      if (at >= high_.size()) high_.resize(at + 1);
+      high_[at] = std::max<std::uint64_t>(high_[at], env_[at].size());
+    } else if constexpr (kIdeal) {
+      assert(env_[at].size() <= target(at));  // it never outgrew its reservation
+    }
+  }
+  std::size_t target(std::size_t at) const {
+    return at < high_.size() ? static_cast<std::size_t>(high_[at]) : 0;
+  }
+
+  // A SizeOnly pass keeps its arrays in a std::vector (SizeOnly holds no inner arrays).
+  std::conditional_t<kSizesOnly, std::vector<Inner>, V<Inner>> env_;
   std::uint64_t next_value_ = 1;
+  std::vector<std::uint64_t> high_;  // see high_water() and reserve_for()
 };
 
 template <class T>
@@ -240,17 +330,27 @@ template <class T>
 using VectorOf = std::vector<T>;
 template <class T>
 using DequeOf = std::deque<T>;
+template <class T>
+using SizeOnlyOf = SizeOnly<T>;
+template <class T>
+using IdealVectorOf = IdealVector<T>;
 
 // Runs I iterations over one environment per element type in Ts (several types: every iteration
 // applies its action to each environment in turn). The action sequence depends only on the seed.
+// `high`: for IdealVectorOf, each environment's high_water() from a SizeOnlyOf pass.
 template <template <class> class V, class... Ts>
-Stats run(std::uint64_t iterations, std::uint64_t seed) {
+Stats run(std::uint64_t iterations, std::uint64_t seed,
+          std::vector<std::vector<std::uint64_t>> high = {}) {
   using Clock = std::chrono::steady_clock;
   Stats s;
   Rng rng(seed);
   const auto start = Clock::now();
   {
     std::tuple<Environment<V, Ts>...> envs;
+    if (!high.empty()) {
+      std::size_t k = 0;
+      std::apply([&](auto&... e) { (e.reserve_for(std::move(high[k++])), ...); }, envs);
+    }
     for (std::uint64_t i = 1; i <= iterations; ++i) {
       const auto a = static_cast<Action>(rng.uniform(0, kActions - 1));
       const auto t0 = Clock::now();
@@ -270,6 +370,26 @@ Stats run(std::uint64_t iterations, std::uint64_t seed) {
   return s;
 }
 
+// The ideal contiguous container: std::vector reserved to each inner array's largest size, so it
+// never reallocates (a first, untimed pass over the sizes alone finds them). What it still does
+// is what every contiguous container must do: the elements' own construction, copies and
+// destruction, the shifts of insert and erase, and the first touch of each buffer. Measurement
+// only: the child runs it as container "vector_ideal", the table does not by default.
+template <class... Ts>
+Stats run_ideal(std::uint64_t iterations, std::uint64_t seed) {
+  std::vector<std::vector<std::uint64_t>> high;
+  {
+    Rng rng(seed);
+    std::tuple<Environment<SizeOnlyOf, Ts>...> envs;
+    for (std::uint64_t i = 1; i <= iterations; ++i) {
+      const auto a = static_cast<Action>(rng.uniform(0, kActions - 1));
+      std::apply([&](auto&... e) { (e.apply(a, i, rng), ...); }, envs);
+    }
+    std::apply([&](const auto&... e) { (high.push_back(e.high_water()), ...); }, envs);
+  }
+  return run<IdealVectorOf, Ts...>(iterations, seed, std::move(high));
+}
+
 inline constexpr const char* kTypes[] = {"int", "string", "array10", "heap", "all"};
 inline constexpr const char* kContainers[] = {"dynarray", "vector", "deque"};
 
@@ -277,16 +397,23 @@ inline constexpr const char* kContainers[] = {"dynarray", "vector", "deque"};
 // unknown.
 template <template <class> class V>
 bool run_type(const std::string& type, std::uint64_t iterations, std::uint64_t seed, Stats* out) {
+  auto go = [&]<class... Ts>() {
+    if constexpr (std::is_same_v<V<int>, IdealVector<int>>) {
+      return run_ideal<Ts...>(iterations, seed);
+    } else {
+      return run<V, Ts...>(iterations, seed);
+    }
+  };
   if (type == "int") {
-    *out = run<V, int>(iterations, seed);
+    *out = go.template operator()<int>();
   } else if (type == "string") {
-    *out = run<V, std::string>(iterations, seed);
+    *out = go.template operator()<std::string>();
   } else if (type == "array10") {
-    *out = run<V, IntArray>(iterations, seed);
+    *out = go.template operator()<IntArray>();
   } else if (type == "heap") {
-    *out = run<V, HeapOwner>(iterations, seed);
+    *out = go.template operator()<HeapOwner>();
   } else if (type == "all") {
-    *out = run<V, int, std::string, IntArray, HeapOwner>(iterations, seed);
+    *out = go.template operator()<int, std::string, IntArray, HeapOwner>();
   } else {
     return false;
   }
@@ -298,6 +425,7 @@ inline bool run_named(const std::string& container, const std::string& type,
   if (container == "dynarray") return run_type<DynArrayOf>(type, iterations, seed, out);
   if (container == "vector") return run_type<VectorOf>(type, iterations, seed, out);
   if (container == "deque") return run_type<DequeOf>(type, iterations, seed, out);
+  if (container == "vector_ideal") return run_type<IdealVectorOf>(type, iterations, seed, out);
   return false;
 }
 

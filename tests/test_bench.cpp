@@ -154,6 +154,9 @@ TEST_SUITE("bench") {
       CHECK(d.elements == v.elements);
       CHECK(d.arrays == v.arrays);
       CHECK(q.checksum == v.checksum);
+      const mx::Stats ideal = mx::run_ideal<int>(60, seed);
+      CHECK(ideal.checksum == v.checksum);
+      CHECK(ideal.elements == v.elements);
       std::uint64_t actions = 0;
       for (std::uint64_t c : d.count)
         actions += c;
@@ -167,6 +170,8 @@ TEST_SUITE("bench") {
         mx::run<mx::DynArrayOf, int, std::string, mx::IntArray, mx::HeapOwner>(25, 3);
     CHECK(all_d.checksum == all_v.checksum);
     CHECK(all_d.elements == all_v.elements);
+    const mx::Stats all_i = mx::run_ideal<int, std::string, mx::IntArray, mx::HeapOwner>(25, 3);
+    CHECK(all_i.checksum == all_v.checksum);
   }
 }
 
