@@ -16,6 +16,20 @@
 #include <reservoir/arena.hpp>
 #include <reservoir/pal.hpp>
 
+// AddressSanitizer maps one shadow byte per 8 bytes of memory the program writes, so RSS rises by
+// an eighth more than the data.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 // ThreadSanitizer keeps shadow memory proportional to the memory a program touches, so RSS rises
 // by about twice the bytes written: upper bounds on RSS do not hold in that build.
 #if defined(__SANITIZE_THREAD__)
