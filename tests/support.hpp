@@ -52,6 +52,16 @@ inline bool under_valgrind() {
   return preload && std::strstr(preload, "vgpreload") != nullptr;
 }
 
+// Why resident-set growth cannot be measured here, or nullptr when it can: valgrind and TSan keep
+// memory of their own that grows with what the program maps, and some OSes report no RSS.
+inline const char* rss_unmeasurable() {
+  if (under_valgrind() || kThreadSanitizer) {
+    return "skipped under valgrind and TSan, whose own memory grows with what the program maps";
+  }
+  if (reservoir::pal::current_rss() == 0) return "no resident-set size on this OS: not checked";
+  return nullptr;
+}
+
 // A "Key: N kB" line of /proc/self/status (VmRSS, VmSize, ...) in KiB, or 0 where /proc does not
 // tell (other OSes).
 inline std::size_t proc_status_kib(const char* key) {

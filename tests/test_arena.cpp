@@ -381,12 +381,8 @@ TEST_SUITE("arena") {
   }
 
   TEST_CASE("reserve backs what Populate asks for: all, the first step, or nothing") {
-    if (test::under_valgrind() || kThreadSanitizer) {
-      MESSAGE("skipped under valgrind and TSan, whose own memory grows with what the program maps");
-      return;
-    }
-    if (pal::current_rss() == 0) {
-      MESSAGE("no resident-set size on this OS: not checked");
+    if (const char* why = test::rss_unmeasurable()) {
+      MESSAGE(why);
       return;
     }
     // With prefault on (the default), each mode backs a different share of a 64 MiB commit; the

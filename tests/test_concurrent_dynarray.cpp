@@ -28,6 +28,16 @@ std::uint64_t encode(std::uint64_t thread, std::uint64_t seq) {
   return ((thread + 1) << 32) | seq;
 }
 
+// Every published value is non-zero (a hole, an unconstructed slot, would read 0) and appears
+// once (no element published twice).
+void require_no_hole_no_duplicate(const ConcurrentDynArray<std::uint64_t>& a) {
+  std::set<std::uint64_t> seen;
+  for (std::uint64_t v : a.published()) {
+    REQUIRE(v != 0);
+    REQUIRE(seen.insert(v).second);
+  }
+}
+
 // Copying throws when the value is a multiple of 7 (the "poisoned" values); moving never throws.
 struct Picky {
   std::uint64_t v = 0;
@@ -173,22 +183,14 @@ TEST_SUITE("concurrent") {
     }
     CHECK(refused > 0);
     CHECK(a.size() == added);
-    std::set<std::uint64_t> seen;
-    for (std::uint64_t v : a.published()) {
-      REQUIRE(v != 0);
-      REQUIRE(seen.insert(v).second);  // no duplicates, no holes (a hole would read 0)
-    }
+    require_no_hole_no_duplicate(a);
     a.push_back(encode(0, 99'999));  // usable afterwards
     CHECK(a.size() == added + 1);
   }
 
   TEST_CASE("one thread appending alone never touches the ready marks' pages") {
-    if (test::under_valgrind() || kThreadSanitizer) {
-      MESSAGE("skipped under valgrind and TSan, whose own memory grows with what the program maps");
-      return;
-    }
-    if (pal::current_rss() == 0) {
-      MESSAGE("no resident-set size on this OS: not checked");
+    if (const char* why = test::rss_unmeasurable()) {
+      MESSAGE(why);
       return;
     }
     // 64 MiB of elements, one mark byte each (16 MiB): in order, the marks are never written,
@@ -215,6 +217,27 @@ TEST_SUITE("concurrent") {
       const std::size_t shadow = kAddressSanitizer ? kCount * 4 / 8 : 0;
       CHECK(grew_kib < (kCount * 4 + shadow + kCount / 2) / 1024);
     }
+  }
+
+  TEST_CASE("a refused commit of the ready marks after the elements' commit adds nothing") {
+    reservoir::ArenaOptions o;
+    o.reuse_reservation = false;  // no parked reservation: the first append commits both arenas
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(1000), o};
+    {
+      // The next commit (the elements') passes, the one after it (the marks') fails.
+      test::FaultGuard fault(pal::Op::commit, 1, 1);
+      const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
+      CHECK_THROWS_AS(a.push_back(1), reservoir::OsAllocationError);
+      CHECK(pal::testing::calls(pal::Op::commit) - commits == 2);
+    }
+    CHECK(a.size() == 0);
+    CHECK(a.capacity() == 0);    // not published: the marks are missing
+    CHECK(a.push_back(2) == 0);  // the retry commits the marks; the elements' step is kept
+    CHECK(a.push_back(3) == 1);
+    CHECK(a.size() == 2);
+    CHECK(a[0] == 2);
+    CHECK(a[1] == 3);
+    CHECK(a.capacity() > 0);
   }
 
   TEST_CASE("every member is defined on default-constructed and moved-from arrays") {
@@ -414,11 +437,7 @@ TEST_SUITE("concurrent") {
     CHECK(a.size() == added);
     CHECK(a.size() == kMax);  // threads stop only when a 1-element block is refused
     CHECK(smallest_refused == 1);
-    std::set<std::uint64_t> seen;
-    for (std::uint64_t v : a.published()) {
-      REQUIRE(v != 0);
-      REQUIRE(seen.insert(v).second);
-    }
+    require_no_hole_no_duplicate(a);
   }
 
   TEST_CASE("a Writer of a type without assignment: a partial flush keeps the rest in order") {
@@ -703,11 +722,7 @@ TEST_SUITE("concurrent") {
     done = true;
     reader.join();
     CHECK(bad_reads == 0);
-    std::set<std::uint64_t> seen;
-    for (std::uint64_t v : a.published()) {
-      REQUIRE(v != 0);
-      REQUIRE(seen.insert(v).second);
-    }
+    require_no_hole_no_duplicate(a);
   }
 
   TEST_CASE("4 Writers race to the reservation limit: the array ends exactly full, no hole") {
@@ -735,11 +750,7 @@ TEST_SUITE("concurrent") {
         w.join();
       CHECK(a.size() == kMax);
       CHECK(a.size() + left_over == accepted);
-      std::set<std::uint64_t> seen;
-      for (std::uint64_t v : a.published()) {
-        REQUIRE(v != 0);
-        REQUIRE(seen.insert(v).second);
-      }
+      require_no_hole_no_duplicate(a);
     }
   }
 
@@ -777,11 +788,7 @@ TEST_SUITE("concurrent") {
     }
     CHECK(refused > 0);
     CHECK(a.size() == added);
-    std::set<std::uint64_t> seen;
-    for (std::uint64_t v : a.published()) {
-      REQUIRE(v != 0);
-      REQUIRE(seen.insert(v).second);
-    }
+    require_no_hole_no_duplicate(a);
   }
 
   TEST_CASE("blocks of many sizes marked ready out of order: the prefix skips whole chunks") {
