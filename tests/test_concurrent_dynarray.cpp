@@ -5,9 +5,11 @@
 #include <atomic>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -831,5 +833,201 @@ TEST_SUITE("concurrent") {
     CHECK(a.size() == added);
     for (std::uint64_t v : a.published())
       REQUIRE(v != 0);
+  }
+
+  // ---- solo mode: one appending thread uses no atomic read-modify-write until a second appends
+
+  TEST_CASE("solo mode: a second appending thread ends it with one barrier, once") {
+    const bool solo = pal::process_barrier_supported();
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(100'000)};
+    const std::uint64_t before = pal::testing::calls(pal::Op::barrier);
+    std::thread owner([&] {  // appends first, then ends: the array outlives its owner thread
+      for (std::uint64_t k = 0; k < 1000; ++k)
+        a.push_back(encode(0, k));
+    });
+    owner.join();
+    CHECK(pal::testing::calls(pal::Op::barrier) == before);  // nothing to end yet
+    for (std::uint64_t k = 0; k < 1000; ++k)
+      a.push_back(encode(1, k));
+    CHECK(pal::testing::calls(pal::Op::barrier) == before + (solo ? 1 : 0));
+    std::thread third([&] {
+      for (std::uint64_t k = 0; k < 1000; ++k)
+        a.emplace_back_with([k](std::size_t) noexcept { return encode(2, k); });
+    });
+    third.join();
+    CHECK(pal::testing::calls(pal::Op::barrier) == before + (solo ? 1 : 0));  // ended for good
+    REQUIRE(a.size() == 3000);
+    for (std::uint64_t i = 0; i < 3000; ++i)
+      REQUIRE(a[i] == encode(i / 1000, i % 1000));
+  }
+
+  TEST_CASE("ending solo mode while the owner keeps appending: every value once, in order") {
+    // The owner appends alone, then three more threads start at a different point each round;
+    // readers check the published prefix all along.
+    for (std::uint64_t round = 0; round < 12; ++round) {
+      constexpr std::uint64_t kOwner = 60'000, kOthers = 20'000;
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kOwner + 3 * kOthers)};
+      std::atomic<bool> done{false};
+      std::atomic<std::uint64_t> bad{0};
+      std::thread reader([&] {
+        while (!done.load()) {
+          for (std::uint64_t v : a.published())
+            if (v == 0) ++bad;
+        }
+      });
+      std::thread owner([&] {
+        for (std::uint64_t k = 0; k < kOwner; ++k)
+          a.push_back(encode(0, k));
+      });
+      const std::uint64_t start = round * 3000;  // 0 (at once) .. 33,000 owner elements
+      while (a.size() < start)
+        std::this_thread::yield();
+      std::vector<std::thread> others;
+      for (std::uint64_t t = 1; t <= 3; ++t) {
+        others.emplace_back([&, t] {
+          if (t == 3) {
+            auto w = a.writer();
+            for (std::uint64_t k = 0; k < kOthers; ++k)
+              w.push_back(encode(t, k));
+          } else {
+            for (std::uint64_t k = 0; k < kOthers; ++k)
+              a.push_back(encode(t, k));
+          }
+        });
+      }
+      owner.join();
+      for (auto& t : others)
+        t.join();
+      done = true;
+      reader.join();
+      CHECK(bad.load() == 0);
+      REQUIRE(a.size() == kOwner + 3 * kOthers);
+      require_no_hole_no_duplicate(a);
+      std::vector<std::uint64_t> next(4, 0);  // each thread's values appear in its own order
+      for (std::uint64_t v : a.published()) {
+        const std::uint64_t t = (v >> 32) - 1;
+        REQUIRE((v & 0xffffffffU) == next[t]);
+        ++next[t];
+      }
+    }
+  }
+
+  TEST_CASE("a thread ending solo mode never waits for the owner's construction") {
+    // The owner's make() waits until another thread's push_back has returned: if that push_back
+    // waited for the owner's append to finish, this would never end.
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(1000)};
+    std::atomic<bool> claimed{false}, other_done{false};
+    std::size_t seen_by_other = 99;
+    std::thread owner([&] {
+      a.emplace_back_with([&](std::size_t i) noexcept {
+        claimed = true;
+        while (!other_done.load())
+          std::this_thread::yield();
+        return encode(0, i);
+      });
+    });
+    while (!claimed.load())
+      std::this_thread::yield();
+    std::thread other([&] {
+      a.push_back(encode(1, 0));
+      seen_by_other = a.size();  // slot 0 is still held by the owner's construction
+      other_done = true;
+    });
+    other.join();
+    CHECK(seen_by_other == 0);
+    owner.join();
+    REQUIRE(a.size() == 2);
+    CHECK(a[0] == encode(0, 0));
+    CHECK(a[1] == encode(1, 0));
+  }
+
+  TEST_CASE("an append nested in the owner's make() is published after the outer one") {
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(1000)};
+    std::size_t seen_inside = 99;
+    a.emplace_back_with([&](std::size_t i) noexcept {
+      a.push_back(encode(1, 0));  // slot i + 1, finished first
+      seen_inside = a.size();     // held back by slot i
+      return encode(0, i);
+    });
+    CHECK(seen_inside == 0);
+    REQUIRE(a.size() == 2);
+    CHECK(a[0] == encode(0, 0));
+    CHECK(a[1] == encode(1, 0));
+    a.push_back(encode(2, 0));  // and the owner goes on
+    CHECK(a.size() == 3);
+  }
+
+  TEST_CASE("a refused barrier: the second thread's append adds nothing, the owner goes on") {
+    if (!pal::process_barrier_supported()) {
+      MESSAGE("no process-wide barrier on this system: arrays never enter solo mode");
+      return;
+    }
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(1000)};
+    for (std::uint64_t k = 0; k < 10; ++k)
+      a.push_back(encode(0, k));
+    {
+      test::FaultGuard refuse(pal::Op::barrier, 0, 3);
+      std::thread other([&] {
+        CHECK_THROWS_AS(a.push_back(encode(1, 0)), std::system_error);
+        CHECK_FALSE(a.try_emplace_back(encode(1, 0)).has_value());
+        auto w = a.writer();
+        w.push_back(encode(1, 0));
+        CHECK_THROWS_AS(w.flush(), std::system_error);
+        CHECK(w.buffered() == 1);  // kept
+        w.flush();                 // the barrier works again
+        CHECK(w.buffered() == 0);
+      });
+      other.join();
+    }
+    CHECK(a.size() == 11);
+    a.push_back(encode(0, 10));
+    REQUIRE(a.size() == 12);
+    for (std::uint64_t k = 0; k < 10; ++k)
+      CHECK(a[k] == encode(0, k));
+    CHECK(a[10] == encode(1, 0));
+    CHECK(a[11] == encode(0, 10));
+  }
+
+  TEST_CASE("without a process-wide barrier an array appends the shared way from the start") {
+    std::uint64_t before = 0;
+    std::optional<ConcurrentDynArray<std::uint64_t>> a;
+    {
+      test::FaultGuard unsupported(pal::Op::barrier, 0, 1);  // the constructor's question
+      a.emplace(reservoir::max_elements(100'000));
+      before = pal::testing::calls(pal::Op::barrier);
+    }
+    std::vector<std::thread> writers;
+    for (std::uint64_t t = 0; t < 3; ++t) {
+      writers.emplace_back([&, t] {
+        for (std::uint64_t k = 0; k < 10'000; ++k)
+          a->push_back(encode(t, k));
+      });
+    }
+    for (auto& w : writers)
+      w.join();
+    CHECK(pal::testing::calls(pal::Op::barrier) == before);  // never asked for one
+    REQUIRE(a->size() == 30'000);
+    require_no_hole_no_duplicate(*a);
+  }
+
+  TEST_CASE("a move hands solo mode over with the elements; the source starts afresh") {
+    const bool solo = pal::process_barrier_supported();
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(1000)};
+    for (std::uint64_t k = 0; k < 10; ++k)
+      a.push_back(encode(0, k));
+    ConcurrentDynArray<std::uint64_t> b(std::move(a));
+    check_empty_unreserved(a);
+    const std::uint64_t before = pal::testing::calls(pal::Op::barrier);
+    b.push_back(encode(0, 10));  // still the owner: no barrier
+    CHECK(pal::testing::calls(pal::Op::barrier) == before);
+    std::thread other([&] { b.push_back(encode(1, 0)); });
+    other.join();
+    CHECK(pal::testing::calls(pal::Op::barrier) == before + (solo ? 1 : 0));
+    REQUIRE(b.size() == 12);
+    CHECK(b[10] == encode(0, 10));
+    CHECK(b[11] == encode(1, 0));
+    a = ConcurrentDynArray<std::uint64_t>{reservoir::max_elements(10)};  // reusable
+    a.push_back(1);
+    CHECK(a.size() == 1);
   }
 }

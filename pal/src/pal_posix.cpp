@@ -32,6 +32,11 @@
 #define RESERVOIR_PAL_LINUX 0
 #endif
 
+#if RESERVOIR_PAL_LINUX
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#endif
+
 #if defined(__APPLE__)
 #include <mach-o/dyld.h>
 #include <mach/mach.h>
@@ -229,6 +234,42 @@ std::error_code prefault(void* addr, std::size_t size) noexcept {
 #else
   (void)addr;
   (void)size;
+  return std::make_error_code(std::errc::not_supported);
+#endif
+}
+
+#if RESERVOIR_PAL_LINUX
+namespace {
+long membarrier_call(int command) noexcept {
+  return ::syscall(SYS_membarrier, command, 0U, 0);
+}
+}  // namespace
+#endif
+
+bool process_barrier_supported() noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::barrier, &ec)) return false;
+#if RESERVOIR_PAL_LINUX
+  // Registered once per process; a kernel without the command (before 4.14) or a sandbox that
+  // filters the call answers no, and then nothing relies on it.
+  static const bool registered = [] {
+    const long commands = membarrier_call(MEMBARRIER_CMD_QUERY);
+    return commands > 0 && (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+           membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+  }();
+  return registered;
+#else
+  return false;
+#endif
+}
+
+std::error_code process_barrier() noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::barrier, &ec)) return ec;
+#if RESERVOIR_PAL_LINUX
+  if (membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) return last_error();
+  return {};
+#else
   return std::make_error_code(std::errc::not_supported);
 #endif
 }

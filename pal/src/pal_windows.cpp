@@ -144,6 +144,18 @@ std::error_code advise_huge_pages(void*, std::size_t) noexcept {
   return std::make_error_code(std::errc::not_supported);
 }
 
+bool process_barrier_supported() noexcept {
+  std::error_code ec;
+  (void)injected_failure(Op::barrier, &ec);  // counted; the answer is no either way
+  return false;
+}
+
+std::error_code process_barrier() noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::barrier, &ec)) return ec;
+  return std::make_error_code(std::errc::not_supported);
+}
+
 // ---- per-thread values --------------------------------------------------------------------------
 
 namespace {

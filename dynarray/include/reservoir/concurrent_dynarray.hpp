@@ -24,7 +24,8 @@
 //     Writing to a published element is the caller's business (like any shared object).
 //   - Elements are published in index order. A block constructed early whose predecessor is still
 //     being constructed becomes visible when the predecessor is done; any appending thread
-//     advances the published prefix, so none waits for another.
+//     advances the published prefix, so none waits for another (but once, when solo mode ends:
+//     see below).
 //   - Slots are claimed only when their elements are about to be constructed, never ahead (a slot
 //     claimed ahead and then left unfilled could not be returned once another thread claimed
 //     after it, and would hold size() back for good). So the prefix is held back only by appends
@@ -48,13 +49,23 @@
 //     thread may use the arrays involved meanwhile, and no Writer may be alive for them. A
 //     default-constructed or moved-from array has no reservation and max_size() 0 (appends throw
 //     std::length_error); element addresses never change, a move hands them to the destination.
+//   - Solo mode: while only one thread has appended, its claims and publishes are plain loads
+//     and stores (no atomic read-modify-write, no locked instruction). The first append from any
+//     other thread ends solo mode for good: that thread issues one process-wide memory barrier
+//     (Linux membarrier, tens of microseconds) and waits for a claim or publish of the first
+//     thread that is in progress (a few instructions, or one commit step), never for a
+//     construction. If the OS refuses the barrier, that append throws std::system_error and adds
+//     nothing, and the array stays as it was. Where no such barrier is available (Windows, macOS,
+//     FreeBSD, the posix-generic build) every append takes the shared path below from the start.
 // Memory: the elements plus one ready byte per element, committed as the elements are; the ready
 // bytes' pages stay untouched until a block first finishes out of order (never while one thread
 // appends alone), after which each new commit of them is prefaulted.
-// Cost: an append whose block is next publishes it with one CAS; one that finishes before its
-// predecessor marks its block ready with one byte per power-of-two chunk of it (at most 64) and
-// leaves it to be published with the predecessor. Appends through the array share the claim
-// counter's cache line once per call; a Writer touches shared lines once per buffer.
+// Cost: in solo mode, an append is a few plain loads and stores around the construction. Once
+// shared, an append claims with one CAS and, when its block is next, publishes it with one more;
+// one that finishes before its predecessor marks its block ready with one byte per power-of-two
+// chunk of it (at most 64) and leaves it to be published with the predecessor. Appends through
+// the array share the claim counter's cache line once per call; a Writer touches shared lines
+// once per buffer.
 #pragma once
 
 #include <algorithm>
@@ -68,12 +79,15 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <reservoir/arena.hpp>
 #include <reservoir/max_size.hpp>
+#include <reservoir/pal.hpp>
 
 namespace reservoir {
 namespace detail {
@@ -98,6 +112,13 @@ inline void atomic_store_byte(unsigned char* p, unsigned char v) noexcept {
   __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
 }
 #endif
+
+// An address unique to the calling thread while it runs (a thread started after it ended may get
+// the same one). Constant-initialized, so reaching it costs no call.
+inline const void* thread_token() noexcept {
+  static thread_local const char token = 0;
+  return &token;
+}
 
 }  // namespace detail
 
@@ -128,6 +149,7 @@ class ConcurrentDynArray {
         ready_arena_(max_size_, fresh(options)) {
     data_ = reinterpret_cast<T*>(data_arena_.base());
     ready_ = reinterpret_cast<unsigned char*>(ready_arena_.base());
+    if (pal::process_barrier_supported()) mode_.store(kSolo, std::memory_order_relaxed);
   }
   explicit ConcurrentDynArray(max_bytes limit, ArenaOptions options = {})
       : ConcurrentDynArray(max_elements(limit.bytes / sizeof(T)), options) {}
@@ -365,11 +387,151 @@ class ConcurrentDynArray {
     return max_size;
   }
 
+  // ---- solo mode --------------------------------------------------------------------------------
+  //
+  // While only one thread (the owner) has appended, its claims and publishes are plain loads and
+  // stores: no other thread writes the counters or the marks. The owner announces each claim and
+  // each publish in solo_depth_ and then checks mode_ with only a compiler barrier between; the
+  // first other thread to append sets mode_ to kRevoking, issues a process-wide barrier (which
+  // orders the owner's accesses as a full fence would have), waits until no solo claim or publish
+  // is in progress, and sets kShared for good. Either the owner sees kRevoking and goes on the
+  // shared way, or the other thread sees its claim or publish in progress and waits for it: never
+  // both at once. Constructions are outside these sections, so nobody waits for one.
+  enum : unsigned char { kSolo, kRevoking, kShared };
+
+  // One claim or one publish: solo or shared, decided when it starts.
+  class Section {
+   public:
+    // For a claim: a thread that is not the owner ends solo mode first (or waits while another
+    // thread ends it). Throws std::system_error if the OS refuses the barrier that ends it.
+    struct ForClaim {};
+    Section(ConcurrentDynArray& array, ForClaim) : array_(&array) {
+      if (array.mode_.load(std::memory_order_acquire) == kShared) return;
+      const void* const me = detail::thread_token();
+      while (array.mode_.load(std::memory_order_acquire) != kShared) {
+        const void* owner = array.owner_.load(std::memory_order_relaxed);
+        if (owner == nullptr &&
+            array.owner_.compare_exchange_strong(owner, me, std::memory_order_relaxed))
+          owner = me;
+        if (owner == me) {
+          enter_as_owner();
+          return;
+        }
+        array.end_solo();
+      }
+    }
+    // For a publish: a thread that is not the owner claimed in shared mode, which never ends.
+    struct ForPublish {};
+    Section(ConcurrentDynArray& array, ForPublish) noexcept : array_(&array) {
+      if (array.mode_.load(std::memory_order_acquire) != kShared &&
+          array.owner_.load(std::memory_order_relaxed) == detail::thread_token())
+        enter_as_owner();
+    }
+    ~Section() {
+      if (solo_) array_->solo_depth_.store(depth_, std::memory_order_release);
+    }
+    Section(const Section&) = delete;
+    Section& operator=(const Section&) = delete;
+    bool solo() const noexcept { return solo_; }
+
+   private:
+    void enter_as_owner() noexcept {
+      const unsigned depth = array_->solo_depth_.load(std::memory_order_relaxed);
+      array_->solo_depth_.store(depth + 1, std::memory_order_relaxed);
+      // Paired with end_solo's process-wide barrier: a full fence between the store above and
+      // the load below, paid by the thread that ends solo mode.
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      if (array_->mode_.load(std::memory_order_relaxed) == kSolo) {
+        solo_ = true;
+        depth_ = depth;
+        return;
+      }
+      // Ending: go on the shared way. No other thread appends before it has seen this store.
+      array_->solo_depth_.store(depth, std::memory_order_release);
+    }
+
+    ConcurrentDynArray* array_;
+    bool solo_ = false;
+    unsigned depth_ = 0;
+  };
+
+  // Ends solo mode, or waits while another thread ends it (then the mode is kShared, or kSolo
+  // again if that thread's barrier was refused).
+  void end_solo() {
+    unsigned char mode = kSolo;
+    if (mode_.compare_exchange_strong(mode, kRevoking, std::memory_order_seq_cst)) {
+      if (const std::error_code ec = pal::process_barrier()) {
+        mode_.store(kSolo, std::memory_order_release);
+        throw std::system_error(ec,
+                                "reservoir::ConcurrentDynArray: a second appending thread "
+                                "needs a process-wide memory barrier");
+      }
+      // A solo claim or publish in progress finishes (the owner's next one sees kRevoking).
+      while (solo_depth_.load(std::memory_order_acquire) != 0)
+        std::this_thread::yield();
+      mode_.store(kShared, std::memory_order_release);
+      return;
+    }
+    while (mode_.load(std::memory_order_acquire) == kRevoking)
+      std::this_thread::yield();
+  }
+
+  // The owner's claim in solo mode: as claim_shared, with a plain store.
+  size_type claim_solo(size_type n, bool partial, size_type* claimed_count) {
+    const size_type i = claimed_.load(std::memory_order_relaxed);
+    size_type k = n;
+    if (partial) {
+      k = (std::min)(n, max_size_ - i);  // claimed_ <= capacity_ <= max_size_
+      if (k == 0) throw_full();
+    }
+    const size_type cap = capacity_.load(std::memory_order_relaxed);
+    if (i > cap || k > cap - i) grow(i, k);  // throws, or makes capacity_ >= i + k
+    claimed_.store(i + k, std::memory_order_relaxed);
+    if (claimed_count != nullptr) *claimed_count = k;
+    return i;
+  }
+
+  // The owner's publish in solo mode: as publish_shared, with plain loads and a release store.
+  // A block is out of order only when an append nested in another one's construction (the owner
+  // appending from make() or from a constructor) finishes first; the outer one publishes it.
+  void publish_solo(size_type i, size_type n) noexcept {
+    if (published_.load(std::memory_order_relaxed) != i) {
+      mark_ready(i, n);
+      return;
+    }
+    size_type q = i + n;
+    const size_type end = claimed_.load(std::memory_order_relaxed);
+    while (q < end) {
+      const unsigned char mark = load_mark(q);
+      if (mark == 0) break;
+      q += size_type{1} << (mark - 1);
+    }
+    published_.store(q, std::memory_order_release);
+  }
+
+  // Claims the next n (>= 1) consecutive slots and returns the first (see claim_shared).
+  size_type claim(size_type n = 1, bool partial = false, size_type* claimed_count = nullptr) {
+    const Section section(*this, typename Section::ForClaim{});
+    return section.solo() ? claim_solo(n, partial, claimed_count)
+                          : claim_shared(n, partial, claimed_count);
+  }
+  // Publishes the constructed slots [i, i + n) (n >= 1; see publish_shared).
+  void publish(size_type i, size_type n = 1) noexcept {
+    const Section section(*this, typename Section::ForPublish{});
+    if (section.solo()) {
+      publish_solo(i, n);
+    } else {
+      publish_shared(i, n);
+    }
+  }
+
+  // ---- shared mode ------------------------------------------------------------------------------
+
   // Claims the next n (>= 1) consecutive slots with one CAS and returns the first, committing
   // more memory first if needed. With `partial`, claims as many of them as fit below max_size()
   // instead (at least one) and stores that count in *claimed_count. Backs off briefly after a lost
   // CAS, so that contending threads stop invalidating the counter's cache line on every attempt.
-  size_type claim(size_type n = 1, bool partial = false, size_type* claimed_count = nullptr) {
+  size_type claim_shared(size_type n, bool partial, size_type* claimed_count) {
     for (;;) {
       size_type i = claimed_.load(std::memory_order_relaxed);
       size_type k = n;
@@ -395,16 +557,16 @@ class ConcurrentDynArray {
       grow(i, k);  // throws, or makes capacity_ >= i + k (or another thread did)
     }
   }
-  [[noreturn]] void throw_full() const {
-    throw std::length_error("reservoir::ConcurrentDynArray: full at max_size() " +
-                            std::to_string(max_size_));
-  }
   std::optional<size_type> try_claim() noexcept {
     try {
       return claim();
-    } catch (...) {  // length_error or OsAllocationError: both are "no"
+    } catch (...) {  // length_error, OsAllocationError or a refused barrier: all are "no"
       return std::nullopt;
     }
+  }
+  [[noreturn]] void throw_full() const {
+    throw std::length_error("reservoir::ConcurrentDynArray: full at max_size() " +
+                            std::to_string(max_size_));
   }
 
   // Commits memory for slots [i, i + n): once, whichever thread gets here first.
@@ -460,6 +622,22 @@ class ConcurrentDynArray {
                     std::memory_order_relaxed);
     out_of_order_.store(other.out_of_order_.exchange(false, std::memory_order_relaxed),
                         std::memory_order_relaxed);
+    mode_.store(other.mode_.exchange(kShared, std::memory_order_relaxed),
+                std::memory_order_relaxed);
+    owner_.store(other.owner_.exchange(nullptr, std::memory_order_relaxed),
+                 std::memory_order_relaxed);
+  }
+
+  // Marks the constructed block [i, i + n) ready, chunk by chunk (see publish_shared).
+  void mark_ready(size_type i, size_type n) noexcept {
+    if (!out_of_order_.load(std::memory_order_relaxed))
+      out_of_order_.store(true, std::memory_order_relaxed);
+    for (size_type k = i, left = n; left != 0;) {
+      const size_type chunk = std::bit_floor(left);
+      store_mark(k, static_cast<unsigned char>(std::bit_width(chunk)));
+      k += chunk;
+      left -= chunk;
+    }
   }
 
   // Publishes the constructed slots [i, i + n) (n >= 1).
@@ -468,7 +646,7 @@ class ConcurrentDynArray {
   // (largest first), and the byte of each chunk's first slot holds log2(chunk length) + 1; the
   // other bytes stay 0. The published prefix only ever ends at a block's or a chunk's end, so a
   // thread advancing it reads only chunk-start bytes, and skips a whole chunk per byte.
-  void publish(size_type i, size_type n = 1) noexcept {
+  void publish_shared(size_type i, size_type n) noexcept {
     // 1. The common case: the block is next, so publish it directly; its ready bytes are never
     //    needed.
     size_type p = i;
@@ -476,17 +654,10 @@ class ConcurrentDynArray {
       p = i + n;
     } else {
       // 2. A predecessor is still constructing: mark the block ready for whoever publishes it.
-      if (!out_of_order_.load(std::memory_order_relaxed))
-        out_of_order_.store(true, std::memory_order_relaxed);
       //    Every mark is stored before published_ is read again, so a publisher that stopped at
       //    any chunk of this block (having read its mark as 0) is seen below, and this thread
       //    goes on.
-      for (size_type k = i, left = n; left != 0;) {
-        const size_type chunk = std::bit_floor(left);
-        store_mark(k, static_cast<unsigned char>(std::bit_width(chunk)));
-        k += chunk;
-        left -= chunk;
-      }
+      mark_ready(i, n);
       p = published_.load(std::memory_order_seq_cst);
     }
     // 3. Advance over every run of ready chunks with one CAS per run. seq_cst on the marks and the
@@ -511,10 +682,13 @@ class ConcurrentDynArray {
   Arena data_arena_;
   Arena ready_arena_;
   T* data_ = nullptr;
-  unsigned char* ready_ = nullptr;  // one mark per slot, zero until set (see load_mark)
+  unsigned char* ready_ = nullptr;            // one mark per slot, zero until set (see load_mark)
+  std::atomic<unsigned char> mode_{kShared};  // kSolo from construction where barriers work
+  std::atomic<const void*> owner_{nullptr};   // the thread that appended first (solo mode)
   // Each counter on its own cache line: appenders hammer claimed_ and published_, readers poll
   // published_, and capacity_ is read-mostly.
   alignas(64) std::atomic<size_type> claimed_{0};    // slots handed out
+  std::atomic<unsigned> solo_depth_{0};              // the owner's solo appends in progress
   alignas(64) std::atomic<size_type> published_{0};  // prefix that is constructed and visible
   alignas(64) std::atomic<size_type> capacity_{0};   // slots backed by committed memory
   std::atomic<bool> out_of_order_{false};  // some block was marked ready (read by grow() only)

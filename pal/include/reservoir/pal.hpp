@@ -66,6 +66,23 @@ std::error_code prefault(void* addr, std::size_t size) noexcept;
 // std::errc::not_supported elsewhere.
 std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept;
 
+// ---- process-wide memory barrier ---------------------------------------------------------------
+//
+// An asymmetric fence: a thread whose side of a protocol must be cheap orders its accesses with a
+// compiler barrier alone, and the rare other side calls process_barrier(), which makes every
+// thread of the process that is running pass a full memory barrier before it returns (Linux:
+// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), tens of microseconds on a VM). Together the two
+// order like a full fence on both sides.
+
+// True if process_barrier() works here; the first call registers the process for it (Linux 4.14+).
+// False on other systems: Windows' FlushProcessWriteBuffers is not used, since Wine, where the
+// Windows build is tested, implements it as a no-op before Wine 9; macOS has no such call, and
+// FreeBSD's membarrier (14.1+) is not used yet.
+bool process_barrier_supported() noexcept;
+
+// Issues the barrier. Only valid after process_barrier_supported() returned true.
+std::error_code process_barrier() noexcept;
+
 // ---- memory limits
 // -------------------------------------------------------------------------------
 
@@ -183,11 +200,23 @@ std::error_code run_process(const std::string& path, const std::vector<std::stri
 // check is one relaxed atomic load on calls that already cost a system call.
 // `stats` covers the process statistics (peak_rss, current_rss, cpu_seconds, minor_faults,
 // available_memory): a failed one reports 0, as when the OS will not tell.
+// `barrier` covers process_barrier_supported() (an injected failure: not supported) and
+// process_barrier().
 // `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
 // build). Injected with ENOMEM (the default) it first unmaps the range, as POSIX allows a failed
 // MAP_FIXED call to have done, so the test sees the worst case; with any other error the mapping
 // stays as it was.
-enum class Op : unsigned { reserve, commit, decommit, release, prefault, stats, remap, count_ };
+enum class Op : unsigned {
+  reserve,
+  commit,
+  decommit,
+  release,
+  prefault,
+  stats,
+  remap,
+  barrier,
+  count_
+};
 
 namespace testing {
 void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept;
