@@ -6,6 +6,7 @@
 // on one OS alone (mach, sysctl / kinfo_proc) keep Linux's /proc stand-ins.
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -272,6 +273,10 @@ std::error_code process_barrier() noexcept {
 #else
   return std::make_error_code(std::errc::not_supported);
 #endif
+}
+
+void yield_thread() noexcept {
+  (void)::sched_yield();  // cannot fail on Linux, macOS or FreeBSD
 }
 
 std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {

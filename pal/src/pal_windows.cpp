@@ -156,6 +156,10 @@ std::error_code process_barrier() noexcept {
   return std::make_error_code(std::errc::not_supported);
 }
 
+void yield_thread() noexcept {
+  (void)::SwitchToThread();  // FALSE only means no other thread was ready
+}
+
 // ---- per-thread values --------------------------------------------------------------------------
 
 namespace {

@@ -7,9 +7,10 @@
 // Two ways to append:
 //   - Through the array: push_back/emplace_back/append_range/emplace_back_with/try_emplace_back,
 //     from any number of threads. Each call claims its slots (one slot, or a block of consecutive
-//     slots for append_range) with one compare-and-swap on a shared counter, constructs the
-//     elements in place and publishes them before it returns. Simple, and the new element's index
-//     is known at once, but threads that do nothing else contend on that counter's cache line.
+//     slots for append_range) with one compare-and-swap on a shared counter (with plain stores
+//     while one thread appends alone: solo mode, below), constructs the elements in place and
+//     publishes them before it returns. Simple, and the new element's index is known at once, but
+//     threads that do nothing else contend on that counter's cache line.
 //   - Through a Writer, one per thread (`auto w = arr.writer(); w.push_back(x);`): the writer
 //     gathers elements in its own buffer without touching memory that other threads use, and
 //     appends them as one block of consecutive indices, claimed with one atomic operation, when
@@ -37,11 +38,12 @@
 //         destructor; a writer that stops appending without either only hides its own buffer.
 //     Once every thread that appended has returned from its last append through the array and
 //     flushed or destroyed its writers, size() counts all of their elements.
-//   - A full reservation (std::length_error) or a refused commit (OsAllocationError) is thrown to
-//     the thread that hit it and claims nothing, so no hole appears and every published element
-//     stays intact. append_range is all-or-nothing; a Writer's flush appends as many of its
-//     buffered elements as fit, oldest first, keeps the rest and then throws std::length_error
-//     (on OsAllocationError it keeps them all).
+//   - A full reservation (std::length_error), a refused commit (OsAllocationError) or a refused
+//     barrier at the end of solo mode (std::system_error, below) is thrown to the thread that hit
+//     it and claims nothing, so no hole appears and every published element stays intact.
+//     append_range is all-or-nothing; a Writer's flush appends as many of its buffered elements
+//     as fit, oldest first, keeps the rest and then throws std::length_error (on
+//     OsAllocationError or std::system_error it keeps them all).
 //   - A throwing constructor claims nothing: the array's appends construct the value (or, for
 //     append_range, the block aside) before claiming and move it into its slot (T must be nothrow
 //     move constructible); a Writer constructs into its buffer, which keeps what it held.
@@ -49,17 +51,24 @@
 //     thread may use the arrays involved meanwhile, and no Writer may be alive for them. A
 //     default-constructed or moved-from array has no reservation and max_size() 0 (appends throw
 //     std::length_error); element addresses never change, a move hands them to the destination.
-//   - Solo mode: while only one thread has appended, its claims and publishes are plain loads
-//     and stores (no atomic read-modify-write, no locked instruction). The first append from any
-//     other thread ends solo mode for good: that thread issues one process-wide memory barrier
-//     (Linux membarrier, tens of microseconds) and waits for a claim or publish of the first
-//     thread that is in progress (a few instructions, or one commit step), never for a
-//     construction. If the OS refuses the barrier, that append throws std::system_error and adds
-//     nothing, and the array stays as it was. Where no such barrier is available (Windows, macOS,
-//     FreeBSD, the posix-generic build) every append takes the shared path below from the start.
+//   - Solo mode: while only one thread (the owner) has appended, its claims and publishes are
+//     plain loads and stores: no atomic read-modify-write after its first claim, which takes
+//     ownership with one CAS. The first append (or attempt: a full array too) from another
+//     thread ends solo mode for good: that thread issues one process-wide memory barrier (Linux
+//     membarrier, tens of microseconds) and waits for a claim or publish of the owner that is in
+//     progress (a few instructions, or one commit step), never for a construction. That wait is
+//     the one place where an append depends on another thread being scheduled: a real-time
+//     thread that preempts the owner on the owner's CPU, or a child forked while the owner was in
+//     a claim or publish, would wait for good. If the OS refuses the barrier, that append throws
+//     std::system_error and adds nothing, and the array stays in solo mode (each later attempt
+//     asks again). Where no such barrier is available (Windows, macOS, FreeBSD, the
+//     posix-generic build) every append takes the shared path from the start. A thread started
+//     after the owner ended may be taken for the owner (same thread-local address), which is
+//     harmless: the owner is gone.
 // Memory: the elements plus one ready byte per element, committed as the elements are; the ready
 // bytes' pages stay untouched until a block first finishes out of order (never while one thread
-// appends alone), after which each new commit of them is prefaulted.
+// appends alone, unless it appends from inside one of its own constructions), after which each
+// new commit of them is prefaulted.
 // Cost: in solo mode, an append is a few plain loads and stores around the construction. Once
 // shared, an append claims with one CAS and, when its block is next, publishes it with one more;
 // one that finishes before its predecessor marks its block ready with one byte per power-of-two
@@ -80,7 +89,6 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -180,7 +188,8 @@ class ConcurrentDynArray {
   ~ConcurrentDynArray() { destroy_all(); }
 
   // Appends; returns the new element's index. Thread-safe. Throws std::length_error when the
-  // reservation is full and OsAllocationError when the OS refuses to commit; nothing is added then.
+  // reservation is full, OsAllocationError when the OS refuses to commit, std::system_error when
+  // it refuses the barrier that ends solo mode; nothing is added then.
   template <class... Args>
   size_type emplace_back(Args&&... args) {
     T value(std::forward<Args>(args)...);  // may throw: nothing claimed yet
@@ -196,7 +205,8 @@ class ConcurrentDynArray {
   // atomic operation (a producer with batches pays one claim per batch, not one per element), and
   // returns the block's first index; an empty range claims nothing and returns max_size(), never
   // a valid index. Thread-safe. All-or-nothing: when the block does not fit (std::length_error) or
-  // the OS refuses to commit (OsAllocationError), nothing is added. The values are built in
+  // the OS refuses to commit (OsAllocationError) or the barrier that ends solo mode
+  // (std::system_error), nothing is added. The values are built in
   // place only from a contiguous sized range whose elements construct T without throwing (walking
   // it through a pointer cannot throw either); any other range is first built aside, so a throw
   // from an iterator or a constructor claims nothing.
@@ -278,18 +288,20 @@ class ConcurrentDynArray {
     Writer& operator=(Writer&&) = delete;
 
     // Flushes. A destructor cannot report errors: buffered elements that do not fit (or that the
-    // OS refuses memory for) are destroyed unseen. Call flush() first to learn of it.
+    // OS refuses memory or the barrier for) are destroyed unseen. Call flush() first to learn of
+    // it.
     ~Writer() {
       try {
         flush();
-      } catch (...) {  // std::length_error or OsAllocationError: see above
+      } catch (...) {  // std::length_error, OsAllocationError or std::system_error: see above
       }
     }
 
     // Adds an element to the buffer, flushing it first if it is full; the element has no index
     // and is not visible until the next flush. Throws what that flush throws (std::length_error
     // when the array is full: the elements that fit were appended, the rest stay buffered;
-    // OsAllocationError), and whatever constructing T throws; the new element is not added then.
+    // OsAllocationError; std::system_error), and whatever constructing T throws; the new element
+    // is not added then.
     // Amortized cost: a compare and a construction in the writer's own buffer, plus one move per
     // element and one claim per buffer at the flush.
     template <class... Args>
@@ -305,7 +317,8 @@ class ConcurrentDynArray {
     // when nothing was buffered). After it returns they are published: counted by size() and
     // visible to every reader. When fewer slots are left than elements buffered, appends those
     // that fit (oldest first), keeps the rest buffered and throws std::length_error; when the OS
-    // refuses to commit (OsAllocationError), appends nothing and keeps them all.
+    // refuses to commit (OsAllocationError) or the barrier that ends solo mode
+    // (std::system_error), appends nothing and keeps them all.
     size_type flush() {
       const size_type pending = buffer_.size() - head_;
       if (pending == 0) return array_->max_size_;
@@ -468,12 +481,12 @@ class ConcurrentDynArray {
       }
       // A solo claim or publish in progress finishes (the owner's next one sees kRevoking).
       while (solo_depth_.load(std::memory_order_acquire) != 0)
-        std::this_thread::yield();
+        pal::yield_thread();
       mode_.store(kShared, std::memory_order_release);
       return;
     }
     while (mode_.load(std::memory_order_acquire) == kRevoking)
-      std::this_thread::yield();
+      pal::yield_thread();
   }
 
   // The owner's claim in solo mode: as claim_shared, with a plain store.

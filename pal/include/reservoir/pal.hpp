@@ -83,6 +83,9 @@ bool process_barrier_supported() noexcept;
 // Issues the barrier. Only valid after process_barrier_supported() returned true.
 std::error_code process_barrier() noexcept;
 
+// Lets another thread run (sched_yield, SwitchToThread): for a thread waiting on another one.
+void yield_thread() noexcept;
+
 // ---- memory limits
 // -------------------------------------------------------------------------------
 
