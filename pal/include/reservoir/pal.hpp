@@ -75,8 +75,8 @@ std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept;
 // order like a full fence on both sides.
 
 // True if process_barrier() works here; the first call registers the process for it (Linux 4.14+).
-// False on other systems: Windows' FlushProcessWriteBuffers is not used, since Wine, where the
-// Windows build is tested, implements it as a no-op before Wine 9; macOS has no such call, and
+// False on other systems: Windows' FlushProcessWriteBuffers is not used, since Wine 8, where the
+// Windows build is tested, implements it as a stub that does nothing; macOS has no such call, and
 // FreeBSD's membarrier (14.1+) is not used yet.
 bool process_barrier_supported() noexcept;
 
