@@ -512,14 +512,8 @@ class ConcurrentDynArray {
       mark_ready(i, n);
       return;
     }
-    size_type q = i + n;
-    const size_type end = claimed_.load(std::memory_order_relaxed);
-    while (q < end) {
-      const unsigned char mark = load_mark(q);
-      if (mark == 0) break;
-      q += size_type{1} << (mark - 1);
-    }
-    published_.store(q, std::memory_order_release);
+    published_.store(ready_run_end(i + n, claimed_.load(std::memory_order_relaxed)),
+                     std::memory_order_release);
   }
 
   // Claims the next n (>= 1) consecutive slots and returns the first (see claim_shared).
@@ -641,6 +635,17 @@ class ConcurrentDynArray {
                  std::memory_order_relaxed);
   }
 
+  // The end of the run of ready chunks that starts at slot p (p itself if its mark is 0), reading
+  // marks below `end` (claimed slots) only.
+  size_type ready_run_end(size_type p, size_type end) const noexcept {
+    while (p < end) {
+      const unsigned char mark = load_mark(p);
+      if (mark == 0) break;
+      p += size_type{1} << (mark - 1);
+    }
+    return p;
+  }
+
   // Marks the constructed block [i, i + n) ready, chunk by chunk (see publish_shared).
   void mark_ready(size_type i, size_type n) noexcept {
     if (!out_of_order_.load(std::memory_order_relaxed))
@@ -678,13 +683,7 @@ class ConcurrentDynArray {
     //    claim and mark. Only marks of claimed slots are read (committed before the claim), so a
     //    thread appending alone never touches them.
     for (;;) {
-      const size_type end = claimed_.load(std::memory_order_seq_cst);
-      size_type q = p;
-      while (q < end) {
-        const unsigned char mark = load_mark(q);
-        if (mark == 0) break;
-        q += size_type{1} << (mark - 1);
-      }
+      const size_type q = ready_run_end(p, claimed_.load(std::memory_order_seq_cst));
       if (q == p) return;
       if (published_.compare_exchange_strong(p, q, std::memory_order_seq_cst)) p = q;
       // else p is the prefix another thread published (a chunk boundary too): scan from there
