@@ -40,6 +40,24 @@ void require_no_hole_no_duplicate(const ConcurrentDynArray<std::uint64_t>& a) {
   }
 }
 
+// Starts a thread whose emplace_back_with claims the next slot of `a` and holds it (its make()
+// waits until `release` is set, then returns encode(tag, index)); returns once the slot is claimed.
+std::thread hold_next_slot(ConcurrentDynArray<std::uint64_t>& a, std::uint64_t tag,
+                           const std::atomic<bool>& release) {
+  std::atomic<bool> claimed{false};  // the thread is done with it before this returns
+  std::thread holder([&a, tag, &release, &claimed] {
+    a.emplace_back_with([&](std::size_t i) noexcept {
+      claimed = true;
+      while (!release.load())
+        std::this_thread::yield();
+      return encode(tag, i);
+    });
+  });
+  while (!claimed.load())
+    std::this_thread::yield();
+  return holder;
+}
+
 // Copying throws when the value is a multiple of 7 (the "poisoned" values); moving never throws.
 struct Picky {
   std::uint64_t v = 0;
@@ -798,17 +816,8 @@ TEST_SUITE("concurrent") {
     // append_range, so every block is marked ready in chunks; then slot 0 completes and one
     // thread publishes the whole run.
     ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(200'000)};
-    std::atomic<bool> go{false}, claimed{false};
-    std::thread first([&] {
-      a.emplace_back_with([&](std::size_t i) noexcept {
-        claimed = true;
-        while (!go.load())
-          std::this_thread::yield();
-        return encode(9, i);
-      });
-    });
-    while (!claimed.load())  // slot 0 is taken
-      std::this_thread::yield();
+    std::atomic<bool> go{false};
+    std::thread first = hold_next_slot(a, 9, go);  // slot 0 is taken
     std::vector<std::thread> writers;
     std::atomic<std::uint64_t> added{1};
     for (int t = 0; t < kWriters; ++t) {
@@ -916,18 +925,9 @@ TEST_SUITE("concurrent") {
     // The owner's make() waits until another thread's push_back has returned: if that push_back
     // waited for the owner's append to finish, this would never end.
     ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(1000)};
-    std::atomic<bool> claimed{false}, other_done{false};
+    std::atomic<bool> other_done{false};
     std::size_t seen_by_other = 99;
-    std::thread owner([&] {
-      a.emplace_back_with([&](std::size_t i) noexcept {
-        claimed = true;
-        while (!other_done.load())
-          std::this_thread::yield();
-        return encode(0, i);
-      });
-    });
-    while (!claimed.load())
-      std::this_thread::yield();
+    std::thread owner = hold_next_slot(a, 0, other_done);
     std::thread other([&] {
       a.push_back(encode(1, 0));
       seen_by_other = a.size();  // slot 0 is still held by the owner's construction

@@ -1,8 +1,11 @@
 // Tests of <reservoir/pal.hpp>: the OS layer, its errors, its statistics, its failure seam.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include <reservoir/pal.hpp>
 
@@ -34,6 +37,12 @@ void touch(unsigned char* p, std::size_t n) {
 }
 
 }  // namespace
+
+#if defined(__linux__)
+constexpr bool kLinux = true;
+#else
+constexpr bool kLinux = false;
+#endif
 
 TEST_SUITE("pal") {
   TEST_CASE("page size and allocation granularity come from the OS") {
@@ -173,6 +182,34 @@ TEST_SUITE("pal") {
 
   TEST_CASE("available memory is known") {
     CHECK(pal::available_memory() > 0);
+  }
+
+  TEST_CASE(
+      "the process-wide barrier: on Linux it works while other threads run; refusals report") {
+    // Linux 4.14+ has membarrier; the macOS/FreeBSD paths (decommit by re-map) have none, and
+    // Windows' FlushProcessWriteBuffers is not used (see pal.hpp).
+    const bool expected = kLinux && !pal::testing::decommit_remaps();
+    const bool supported = pal::process_barrier_supported();
+    CHECK(supported == expected);
+    std::atomic<bool> stop{false};
+    std::thread busy([&] {  // a second running thread, which the barrier must interrupt
+      while (!stop.load())
+        pal::yield_thread();
+    });
+    const std::error_code ec = pal::process_barrier();
+    stop = true;
+    busy.join();
+    if (supported) {
+      CHECK_FALSE(ec);
+    } else {
+      CHECK(ec == std::errc::not_supported);
+    }
+    {
+      test::FaultGuard refuse(pal::Op::barrier, 0, 2);
+      CHECK_FALSE(pal::process_barrier_supported());  // an injected failure: "not supported"
+      CHECK(pal::process_barrier() == pal::testing::out_of_memory_error());
+    }
+    CHECK(pal::process_barrier_supported() == supported);  // the registration is kept
   }
 
   TEST_CASE("prefault backs committed pages or says it cannot") {
