@@ -1,27 +1,21 @@
-// Arena: one reservation, a length, and a committed prefix grown in granule-sized steps.
+// Arena: one reservation, a length, and a committed prefix grown in steps. This file owns the
+// layout of a reservation, the commit-step policy, and growing and shrinking the committed prefix;
+// where reservations come from and go (address_space.cpp, reservation_cache.cpp) and whether a
+// step fits under the memory limit (memory_limit.cpp) are asked of the other files.
 #include <reservoir/arena.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <chrono>
-#include <cstdio>
-#include <limits>
-#include <mutex>
-#include <new>
 #include <optional>
 #include <utility>
-#include <vector>
+
+#include "arena_internal.hpp"
 
 namespace reservoir {
 namespace {
 
-constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
-
-// The largest reservation we ask for: the user half of a 48-bit address space (128 TiB) on 64-bit
-// systems, 2 GiB on 32-bit ones. Anything larger cannot succeed, so it is a length_error up front.
-constexpr std::size_t kMaxReservation =
-    sizeof(void*) >= 8 ? (std::size_t{1} << 47) : (std::size_t{1} << 31);
+using detail::kMax;
+using detail::kMaxReservation;
 
 // round_up for a power-of-two-free `unit`; false on overflow. A unit of 0 (an empty arena's
 // granule) leaves the value as it is.
@@ -38,13 +32,6 @@ bool round_up(std::size_t value, std::size_t unit, std::size_t* out) noexcept {
   if (value > kMax - (unit - rem)) return false;
   *out = value + (unit - rem);
   return true;
-}
-
-std::string hex_address(const void* p) {
-  char buf[32];  // "%p" prints no 0x on Windows
-  std::snprintf(buf, sizeof(buf), "0x%llx",
-                static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(p)));
-  return buf;
 }
 
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
@@ -95,364 +82,6 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
   return {};
 }
 
-// ---- address-space accounting -------------------------------------------------------------------
-
-std::atomic<std::size_t> g_reserved{0};  // bytes reserved by live arenas and parked reservations
-std::atomic<std::size_t> g_budget{0};    // set by hand; 0: automatic
-
-std::error_code reserve_mapping(std::size_t size, void** out) noexcept {
-  std::error_code ec = pal::reserve(size, out);
-  if (!ec) g_reserved.fetch_add(size, std::memory_order_relaxed);
-  return ec;
-}
-
-// A refused release only leaks address space; nobody can be told (destructors), so the bytes are
-// no longer counted either way.
-void release_mapping(void* mapping, std::size_t size) noexcept {
-  (void)pal::release(mapping, size);
-  g_reserved.fetch_sub(size, std::memory_order_relaxed);
-}
-
-// ---- memory limits ------------------------------------------------------------------------------
-
-constexpr std::int64_t kUnknown = std::numeric_limits<std::int64_t>::min();
-constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max() / 2;
-
-struct LimitState {
-  std::atomic<std::size_t> setting{kMemoryLimitAuto};
-  std::atomic<std::int64_t> headroom{kUnknown};  // what the last reading left, minus commits since
-  std::atomic<std::int64_t> refresh_below{0};    // read again once the headroom is below this
-  std::atomic<std::int64_t> read_at_ns{0};       // when the last reading was taken
-  std::mutex mutex;                              // guards last
-  pal::MemoryLimit last;                         // the last reading that found a limit
-};
-
-LimitState& limit_state() {
-  static LimitState* const s = new LimitState;  // never destroyed, as the cache
-  return *s;
-}
-
-std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// A fresh reading of the limit in force; false if there is none.
-bool read_memory_limit(std::size_t setting, pal::MemoryLimit* m) {
-  if (setting == kMemoryLimitAuto) return pal::memory_limit(m);
-  m->limit = setting;
-  m->usage = pal::current_rss();
-  m->source = "reservoir::set_memory_limit";
-  return true;
-}
-
-std::size_t limit_margin(std::size_t limit) noexcept {
-  return std::max(limit / 32, std::size_t{8} << 20);
-}
-
-// Takes a reading and returns the headroom (limit - usage - margin, or kUnlimited).
-std::int64_t refresh_headroom(LimitState& st, std::size_t setting) noexcept {
-  pal::MemoryLimit m;
-  bool limited = false;
-  try {
-    limited = read_memory_limit(setting, &m);
-  } catch (...) {
-    limited = false;
-  }
-  st.read_at_ns.store(now_ns(), std::memory_order_relaxed);
-  if (!limited) {
-    st.refresh_below.store(0, std::memory_order_relaxed);
-    return kUnlimited;
-  }
-  const std::size_t margin = limit_margin(m.limit);
-  const std::size_t avail = m.limit > m.usage + margin ? m.limit - m.usage - margin : 0;
-  st.refresh_below.store(static_cast<std::int64_t>(m.limit / 4), std::memory_order_relaxed);
-  {
-    std::lock_guard lock(st.mutex);
-    try {
-      st.last = m;
-    } catch (...) {
-      st.last.source.clear();  // the message will lack the file name, nothing else
-      st.last.limit = m.limit;
-      st.last.usage = m.usage;
-    }
-  }
-  return static_cast<std::int64_t>(std::min<std::size_t>(avail, kUnlimited - 1));
-}
-
-// True if committing `len` more bytes keeps the process within its memory limit (minus the
-// margin); counts the bytes against the current reading.
-bool memory_limit_allows(std::size_t len) noexcept {
-  LimitState& st = limit_state();
-  const std::size_t setting = st.setting.load(std::memory_order_relaxed);
-  if (setting == kMemoryLimitOff) return true;
-  const auto n = static_cast<std::int64_t>(std::min<std::size_t>(len, kUnlimited));
-  const std::int64_t h = st.headroom.load(std::memory_order_relaxed);
-  if (h != kUnknown) {
-    const std::int64_t age = now_ns() - st.read_at_ns.load(std::memory_order_relaxed);
-    const std::int64_t max_age = h >= kUnlimited / 2 ? 1'000'000'000 : 20'000'000;
-    if (age < max_age && h - n > st.refresh_below.load(std::memory_order_relaxed)) {
-      st.headroom.fetch_sub(n, std::memory_order_relaxed);
-      return true;
-    }
-  }
-  const std::int64_t fresh = refresh_headroom(st, setting);
-  if (n > fresh) {
-    st.headroom.store(fresh, std::memory_order_relaxed);
-    return false;
-  }
-  st.headroom.store(fresh - n, std::memory_order_relaxed);
-  return true;
-}
-
-// The error a refused step reports: its own category, so the message can name the limit.
-class MemoryLimitCategory final : public std::error_category {
- public:
-  const char* name() const noexcept override { return "reservoir.memory_limit"; }
-  std::string message(int) const override {
-    return "the step would cross the process's memory limit";
-  }
-};
-const std::error_category& memory_limit_category() noexcept {
-  static const MemoryLimitCategory c;
-  return c;
-}
-
-// ---- the reservation cache ----------------------------------------------------------------------
-
-struct Parked {
-  void* mapping;
-  std::size_t mapping_size;
-  std::byte* base;
-  std::size_t reserved;
-  std::size_t committed;  // kept committed: whole granules (see Arena::park_in_cache)
-  ArenaOptions options;
-};
-
-constexpr std::size_t kCacheMaxCommitted = std::size_t{1} << 20;
-
-struct ThreadSlot;
-
-// Everything parked, in per-thread slots and in the shared list, counts toward one limit of
-// `limit` reservations and kCacheMaxCommitted committed bytes. The counters are claimed before a
-// reservation is parked and given back when it leaves, so the limits hold at every moment.
-struct ReservationCache {
-  std::mutex mutex;
-  std::vector<Parked> entries;  // guarded by mutex
-  ThreadSlot* slots = nullptr;  // every live thread's slot (intrusive list), guarded by mutex
-  std::atomic<std::size_t> limit{16};     // 0: the cache is off
-  std::atomic<std::size_t> count{0};      // parked reservations, slots and entries
-  std::atomic<std::size_t> committed{0};  // their committed bytes
-  std::atomic<std::size_t> retired{0};    // at least the slots of ended threads not yet reaped
-
-  // Claims room for one more parked reservation of `bytes` committed; false if it does not fit.
-  bool claim(std::size_t bytes) noexcept {
-    std::size_t n = count.load(std::memory_order_relaxed);
-    do {
-      if (n >= limit.load(std::memory_order_relaxed)) return false;
-    } while (!count.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
-    if (committed.fetch_add(bytes, std::memory_order_relaxed) + bytes > kCacheMaxCommitted) {
-      unclaim(bytes);
-      return false;
-    }
-    return true;
-  }
-  void unclaim(std::size_t bytes) noexcept {
-    committed.fetch_sub(bytes, std::memory_order_relaxed);
-    count.fetch_sub(1, std::memory_order_relaxed);
-  }
-};
-
-ReservationCache& cache() {
-  // Never destroyed: an arena in a static object may be destroyed after any function-local static
-  // and must still find the cache. What it holds at exit goes back with the process.
-  static ReservationCache* const c = new ReservationCache;
-  return *c;
-}
-
-// The per-thread part: one slot per thread, reached without the shared mutex, so a thread that
-// creates and destroys arrays in a loop reuses one reservation cheaply. A slot is heap memory that
-// a pal thread key leads to, not a thread_local object: MinGW-w64 GCC frees a thread's
-// thread_local storage before it runs the destructors of the objects in it (see pal.hpp), so a
-// thread_local slot would be emptied and unlinked after it was freed, and another thread's
-// allocation could land in the middle of the registry. `busy` keeps the owner and a thread emptying
-// the slot (take_all, reap_retired) apart; only the latter ever waits.
-struct ThreadSlot {
-  std::atomic_flag busy;             // clear from construction (C++20)
-  std::atomic<bool> retired{false};  // its thread has ended; the next reap frees it
-  std::optional<Parked> parked;
-  ThreadSlot* prev = nullptr;  // the registry, guarded by the cache's mutex
-  ThreadSlot* next = nullptr;
-
-  void lock() noexcept {
-    while (busy.test_and_set(std::memory_order_acquire)) {
-    }
-  }
-  void unlock() noexcept { busy.clear(std::memory_order_release); }
-
-  std::optional<Parked> take() noexcept {
-    lock();
-    std::optional<Parked> p = std::exchange(parked, std::nullopt);
-    unlock();
-    return p;
-  }
-};
-
-// Runs at the end of a thread that has a slot (the key's exit function). It takes no lock: on
-// Windows it may run while the process exits, after the other threads were stopped holding
-// whatever they held, and Wine runs it holding a lock every starting and ending thread takes. The
-// slot keeps its parked reservation (still counted) until the next reap. The count goes up first,
-// so it never reads 0 while a retired slot waits.
-void retire_slot(void* p) noexcept {
-  cache().retired.fetch_add(1, std::memory_order_relaxed);
-  static_cast<ThreadSlot*>(p)->retired.store(true, std::memory_order_release);
-}
-
-// Unlinks and frees the slots of ended threads; their parked reservations move to the shared
-// list (they stay counted) or, if the list cannot take them, back to the OS. Called with the
-// mutex held, so no take_all is emptying these slots at the same time.
-void reap_retired(ReservationCache& c) noexcept {
-  if (c.retired.load(std::memory_order_relaxed) == 0) return;
-  for (ThreadSlot* s = c.slots; s;) {
-    ThreadSlot* const next = s->next;
-    if (s->retired.load(std::memory_order_acquire)) {
-      if (s->prev)
-        s->prev->next = next;
-      else
-        c.slots = next;
-      if (next) next->prev = s->prev;
-      c.retired.fetch_sub(1, std::memory_order_relaxed);
-      if (std::optional<Parked> p = s->take()) {
-        try {
-          c.entries.push_back(*p);
-        } catch (...) {
-          // no memory for the list's own bookkeeping: release instead
-          c.unclaim(p->committed);
-          release_mapping(p->mapping, p->mapping_size);
-        }
-      }
-      delete s;
-    }
-    s = next;
-  }
-}
-
-// The key that leads each thread to its slot; ok is false if the OS gave none, and then every
-// thread uses the shared list.
-struct SlotKey {
-  pal::ThreadKey key;
-  bool ok = false;
-};
-const SlotKey& slot_key() noexcept {
-  static const SlotKey k = [] {
-    SlotKey r;
-    r.ok = !pal::create_thread_key(&retire_slot, &r.key);
-    return r;
-  }();
-  return k;
-}
-
-// This thread's slot, made if `create` and there is none. nullptr without one: before the
-// thread's first take_parked, once its slot is retired during thread exit, or if the OS or the
-// heap refused. Only take_parked creates, so arenas destroyed during thread exit after the slot
-// was retired park in the shared list instead of making a slot that would never be retired.
-ThreadSlot* my_slot(bool create) noexcept {
-  const SlotKey& k = slot_key();
-  if (!k.ok) return nullptr;
-  auto* slot = static_cast<ThreadSlot*>(pal::thread_value(k.key));
-  if (slot != nullptr || !create) return slot;
-  slot = new (std::nothrow) ThreadSlot;
-  if (slot == nullptr) return nullptr;
-  if (pal::set_thread_value(k.key, slot)) {
-    delete slot;
-    return nullptr;
-  }
-  ReservationCache& c = cache();
-  std::lock_guard lock(c.mutex);
-  reap_retired(c);  // so the registry holds the live threads and those ended since the last reap
-  slot->next = c.slots;
-  if (slot->next) slot->next->prev = slot;
-  c.slots = slot;
-  return slot;
-}
-
-std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& options) noexcept {
-  ReservationCache& c = cache();
-  ThreadSlot* const slot = my_slot(c.limit.load(std::memory_order_relaxed) != 0);
-  if (c.count.load(std::memory_order_relaxed) == 0) return std::nullopt;
-  if (slot != nullptr) {
-    slot->lock();
-    if (slot->parked && slot->parked->mapping_size == mapping_size &&
-        slot->parked->options == options) {
-      Parked p = *slot->parked;
-      slot->parked.reset();
-      slot->unlock();
-      c.unclaim(p.committed);
-      return p;
-    }
-    slot->unlock();
-  }
-  std::lock_guard lock(c.mutex);
-  reap_retired(c);
-  for (std::size_t i = c.entries.size(); i-- > 0;) {
-    if (c.entries[i].mapping_size == mapping_size && c.entries[i].options == options) {
-      Parked p = c.entries[i];
-      c.entries[i] = c.entries.back();
-      c.entries.pop_back();
-      c.unclaim(p.committed);
-      return p;
-    }
-  }
-  return std::nullopt;
-}
-
-// Parks p in this thread's slot or the shared list; false if the limits are reached (or the
-// cache is off), and then the caller releases it.
-bool park(const Parked& p) noexcept {
-  ReservationCache& c = cache();
-  if (!c.claim(p.committed)) return false;
-  if (ThreadSlot* slot = my_slot(false)) {
-    slot->lock();
-    if (!slot->parked) {
-      slot->parked = p;
-      slot->unlock();
-      return true;
-    }
-    slot->unlock();
-  }
-  std::lock_guard lock(c.mutex);
-  try {
-    c.entries.push_back(p);
-  } catch (...) {
-    c.unclaim(p.committed);
-    return false;  // no memory for the cache's own bookkeeping: release instead
-  }
-  return true;
-}
-
-// Takes every parked reservation out of the cache (the shared list and every thread's slot).
-std::vector<Parked> take_all() noexcept {
-  ReservationCache& c = cache();
-  std::vector<Parked> gone;
-  std::lock_guard lock(c.mutex);
-  reap_retired(c);
-  gone.swap(c.entries);
-  for (ThreadSlot* s = c.slots; s; s = s->next) {
-    if (std::optional<Parked> p = s->take()) {
-      try {
-        gone.push_back(*p);
-      } catch (...) {
-        c.unclaim(p->committed);
-        release_mapping(p->mapping, p->mapping_size);
-      }
-    }
-  }
-  for (const Parked& p : gone)
-    c.unclaim(p.committed);
-  return gone;
-}
-
 [[noreturn]] void throw_plan_error(std::errc e, std::size_t max_bytes) {
   if (e == std::errc::invalid_argument) {
     throw std::invalid_argument(
@@ -466,39 +95,6 @@ std::vector<Parked> take_all() noexcept {
 }
 
 }  // namespace
-
-// ---- errors -------------------------------------------------------------------------------------
-
-std::string format_bytes(std::size_t bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  std::size_t unit = 0;
-  double value = static_cast<double>(bytes);
-  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char buf[48];
-  if (unit == 0 || value == static_cast<double>(static_cast<std::uint64_t>(value))) {
-    std::snprintf(buf, sizeof(buf), "%.0f %s", value, kUnits[unit]);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.1f %s", value, kUnits[unit]);
-  }
-  return buf;
-}
-
-OsAllocationError::OsAllocationError(const char* operation, std::size_t bytes, const void* address,
-                                     std::error_code error)
-    : error_(error) {
-  message_ = std::string("cannot ") + operation + " " + format_bytes(bytes);
-  message_ += address ? " at " + hex_address(address) : std::string(" of address space");
-  message_ += ": " + pal::describe(error);
-}
-
-OsAllocationError::OsAllocationError(const char* operation, std::size_t bytes, const void* address,
-                                     std::error_code error, const std::string& advice)
-    : OsAllocationError(operation, bytes, address, error) {
-  message_ += ". " + advice;
-}
 
 // ---- lifetime -----------------------------------------------------------------------------------
 
@@ -524,7 +120,7 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
   }
   // 2. A parked reservation of the same layout and options costs no system call.
   if (options.reuse_reservation) {
-    if (std::optional<Parked> p = take_parked(l.mapping, options)) {
+    if (std::optional<detail::Parked> p = detail::take_parked(l.mapping, options)) {
       Arena a;
       a.mapping_ = p->mapping;
       a.mapping_size_ = p->mapping_size;
@@ -540,7 +136,7 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
   }
   // 3. Reserve address space only.
   void* mapping = nullptr;
-  if (std::error_code ec = reserve_mapping(l.mapping, &mapping)) {
+  if (std::error_code ec = detail::reserve_mapping(l.mapping, &mapping)) {
     *error = ec;
     return std::nullopt;
   }
@@ -584,76 +180,22 @@ bool Arena::park_in_cache() noexcept {
   // no commit call and no page fault. A refused decommit means: do not park.
   const std::size_t keep_limit =
       std::max(granule_, std::min(kDoublingStepLimit, max_step_) / granule_ * granule_);
-  if (!options_.reuse_reservation || keep_limit > kCacheMaxCommitted) return false;
+  if (!options_.reuse_reservation || keep_limit > detail::kCacheMaxCommitted) return false;
   const std::size_t keep = std::min(committed_, keep_limit);
   if (committed_ > keep && pal::decommit(base_ + keep, committed_ - keep)) return false;
   committed_ = keep;
-  return park(Parked{mapping_, mapping_size_, base_, reserved_, keep, options_});
+  return detail::park(detail::Parked{mapping_, mapping_size_, base_, reserved_, keep, options_});
 }
 
 void Arena::release_all() noexcept {
   if (mapping_ != nullptr && !park_in_cache()) {
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)
-    release_mapping(mapping_, mapping_size_);
+    detail::release_mapping(mapping_, mapping_size_);
   }
   base_ = nullptr;
   mapping_ = nullptr;
   size_ = committed_ = reserved_ = granule_ = max_step_ = mapping_size_ = 0;
-}
-
-void set_reservation_cache_limit(std::size_t entries) noexcept {
-  cache().limit.store(entries, std::memory_order_relaxed);
-  if (entries == 0) clear_reservation_cache();
-}
-
-void clear_reservation_cache() noexcept {
-  for (const Parked& p : take_all())
-    release_mapping(p.mapping, p.mapping_size);
-}
-
-std::size_t reservation_cache_size() noexcept {
-  return cache().count.load(std::memory_order_relaxed);
-}
-
-void set_memory_limit(std::size_t bytes) noexcept {
-  LimitState& st = limit_state();
-  st.setting.store(bytes, std::memory_order_relaxed);
-  st.headroom.store(kUnknown, std::memory_order_relaxed);  // the next step reads afresh
-}
-
-std::size_t memory_limit_headroom() noexcept {
-  LimitState& st = limit_state();
-  const std::size_t setting = st.setting.load(std::memory_order_relaxed);
-  if (setting == kMemoryLimitOff) return kMemoryLimitOff;
-  const std::int64_t h = refresh_headroom(st, setting);
-  st.headroom.store(h, std::memory_order_relaxed);
-  return h >= kUnlimited ? kMemoryLimitOff : static_cast<std::size_t>(h);
-}
-
-std::size_t reserved_address_space() noexcept {
-  return g_reserved.load(std::memory_order_relaxed);
-}
-
-std::size_t address_space_budget() noexcept {
-  const std::size_t set = g_budget.load(std::memory_order_relaxed);
-  return set ? set : pal::address_space_size() / 2;
-}
-
-void set_address_space_budget(std::size_t bytes) noexcept {
-  g_budget.store(bytes, std::memory_order_relaxed);
-}
-
-std::size_t default_reservation_size(std::size_t preferred) noexcept {
-  constexpr std::size_t kSmall = std::size_t{1} << 30;
-  constexpr std::size_t kTiny = std::size_t{64} << 20;
-  const std::size_t budget = address_space_budget();
-  const std::size_t used = reserved_address_space();
-  if (used <= budget / 4 && preferred <= budget / 4 - used) return preferred;
-  if (used <= budget && std::min(preferred, kSmall) <= budget - used) {
-    return std::min(preferred, kSmall);
-  }
-  return std::min(preferred, kTiny);
 }
 
 void swap(Arena& a, Arena& b) noexcept {
@@ -701,8 +243,8 @@ std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept 
   if (target <= committed_) return {};
   std::byte* start = base_ + committed_;
   const std::size_t len = target - committed_;
-  if (options_.respect_memory_limit && !memory_limit_allows(len)) {
-    return {1, memory_limit_category()};
+  if (options_.respect_memory_limit && !detail::memory_limit_allows(len)) {
+    return {1, detail::memory_limit_category()};
   }
   if (std::error_code ec = pal::commit(start, len)) return ec;
   if (options_.prefault && populate != Populate::none) {
@@ -741,19 +283,9 @@ void Arena::throw_growth_error(std::size_t bytes, std::error_code ec) const {
     throw std::length_error("reservoir::Arena: cannot grow to " + format_bytes(bytes) +
                             ": the reservation holds " + format_bytes(reserved_));
   }
-  if (ec.category() == memory_limit_category()) {
-    pal::MemoryLimit last;
-    {
-      LimitState& st = limit_state();
-      std::lock_guard lock(st.mutex);
-      last = st.last;
-    }
-    throw OsAllocationError(
-        "commit", commit_target(bytes) - committed_, base_ + committed_, ec,
-        "The memory limit is " + format_bytes(last.limit) + " (" + last.source + "), " +
-            format_bytes(last.usage) + " are in use and " + format_bytes(limit_margin(last.limit)) +
-            " are kept as a margin; raise the limit, use less, or turn the check off "
-            "(ArenaOptions::respect_memory_limit, reservoir::set_memory_limit)");
+  if (ec.category() == detail::memory_limit_category()) {
+    throw OsAllocationError("commit", commit_target(bytes) - committed_, base_ + committed_, ec,
+                            detail::memory_limit_advice());
   }
   throw OsAllocationError("commit", commit_target(bytes) - committed_, base_ + committed_, ec);
 }

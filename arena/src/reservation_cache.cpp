@@ -1,0 +1,272 @@
+// The reservation cache: destroyed arenas park their reservation here (a slot per thread, then a
+// shared list) and new arenas of the same layout take one without a system call. It owns the
+// parked reservations and their limits; it does not know how arenas lay out or commit memory.
+#include <atomic>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "arena_internal.hpp"
+
+namespace reservoir {
+namespace detail {
+namespace {
+
+struct ThreadSlot;
+
+// Everything parked, in per-thread slots and in the shared list, counts toward one limit of
+// `limit` reservations and kCacheMaxCommitted committed bytes. The counters are claimed before a
+// reservation is parked and given back when it leaves, so the limits hold at every moment.
+struct ReservationCache {
+  std::mutex mutex;
+  std::vector<Parked> entries;  // guarded by mutex
+  ThreadSlot* slots = nullptr;  // every live thread's slot (intrusive list), guarded by mutex
+  std::atomic<std::size_t> limit{16};     // 0: the cache is off
+  std::atomic<std::size_t> count{0};      // parked reservations, slots and entries
+  std::atomic<std::size_t> committed{0};  // their committed bytes
+  std::atomic<std::size_t> retired{0};    // at least the slots of ended threads not yet reaped
+
+  // Claims room for one more parked reservation of `bytes` committed; false if it does not fit.
+  bool claim(std::size_t bytes) noexcept {
+    std::size_t n = count.load(std::memory_order_relaxed);
+    do {
+      if (n >= limit.load(std::memory_order_relaxed)) return false;
+    } while (!count.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+    if (committed.fetch_add(bytes, std::memory_order_relaxed) + bytes > kCacheMaxCommitted) {
+      unclaim(bytes);
+      return false;
+    }
+    return true;
+  }
+  void unclaim(std::size_t bytes) noexcept {
+    committed.fetch_sub(bytes, std::memory_order_relaxed);
+    count.fetch_sub(1, std::memory_order_relaxed);
+  }
+};
+
+ReservationCache& cache() {
+  // Never destroyed: an arena in a static object may be destroyed after any function-local static
+  // and must still find the cache. What it holds at exit goes back with the process.
+  static ReservationCache* const c = new ReservationCache;
+  return *c;
+}
+
+// The per-thread part: one slot per thread, reached without the shared mutex, so a thread that
+// creates and destroys arrays in a loop reuses one reservation cheaply. A slot is heap memory that
+// a pal thread key leads to, not a thread_local object: MinGW-w64 GCC frees a thread's
+// thread_local storage before it runs the destructors of the objects in it (see pal.hpp), so a
+// thread_local slot would be emptied and unlinked after it was freed, and another thread's
+// allocation could land in the middle of the registry. `busy` keeps the owner and a thread emptying
+// the slot (take_all, reap_retired) apart; only the latter ever waits.
+struct ThreadSlot {
+  std::atomic_flag busy;             // clear from construction (C++20)
+  std::atomic<bool> retired{false};  // its thread has ended; the next reap frees it
+  std::optional<Parked> parked;
+  ThreadSlot* prev = nullptr;  // the registry, guarded by the cache's mutex
+  ThreadSlot* next = nullptr;
+
+  void lock() noexcept {
+    while (busy.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  void unlock() noexcept { busy.clear(std::memory_order_release); }
+
+  std::optional<Parked> take() noexcept {
+    lock();
+    std::optional<Parked> p = std::exchange(parked, std::nullopt);
+    unlock();
+    return p;
+  }
+};
+
+// Runs at the end of a thread that has a slot (the key's exit function). It takes no lock: on
+// Windows it may run while the process exits, after the other threads were stopped holding
+// whatever they held, and Wine runs it holding a lock every starting and ending thread takes. The
+// slot keeps its parked reservation (still counted) until the next reap. The count goes up first,
+// so it never reads 0 while a retired slot waits.
+void retire_slot(void* p) noexcept {
+  cache().retired.fetch_add(1, std::memory_order_relaxed);
+  static_cast<ThreadSlot*>(p)->retired.store(true, std::memory_order_release);
+}
+
+// Unlinks and frees the slots of ended threads; their parked reservations move to the shared
+// list (they stay counted) or, if the list cannot take them, back to the OS. Called with the
+// mutex held, so no take_all is emptying these slots at the same time.
+void reap_retired(ReservationCache& c) noexcept {
+  if (c.retired.load(std::memory_order_relaxed) == 0) return;
+  for (ThreadSlot* s = c.slots; s;) {
+    ThreadSlot* const next = s->next;
+    if (s->retired.load(std::memory_order_acquire)) {
+      if (s->prev)
+        s->prev->next = next;
+      else
+        c.slots = next;
+      if (next) next->prev = s->prev;
+      c.retired.fetch_sub(1, std::memory_order_relaxed);
+      if (std::optional<Parked> p = s->take()) {
+        try {
+          c.entries.push_back(*p);
+        } catch (...) {
+          // no memory for the list's own bookkeeping: release instead
+          c.unclaim(p->committed);
+          release_mapping(p->mapping, p->mapping_size);
+        }
+      }
+      delete s;
+    }
+    s = next;
+  }
+}
+
+// The key that leads each thread to its slot; ok is false if the OS gave none, and then every
+// thread uses the shared list.
+struct SlotKey {
+  pal::ThreadKey key;
+  bool ok = false;
+};
+const SlotKey& slot_key() noexcept {
+  static const SlotKey k = [] {
+    SlotKey r;
+    r.ok = !pal::create_thread_key(&retire_slot, &r.key);
+    return r;
+  }();
+  return k;
+}
+
+// This thread's slot, made if `create` and there is none. nullptr without one: before the
+// thread's first take_parked, once its slot is retired during thread exit, or if the OS or the
+// heap refused. Only take_parked creates, so arenas destroyed during thread exit after the slot
+// was retired park in the shared list instead of making a slot that would never be retired.
+ThreadSlot* my_slot(bool create) noexcept {
+  const SlotKey& k = slot_key();
+  if (!k.ok) return nullptr;
+  auto* slot = static_cast<ThreadSlot*>(pal::thread_value(k.key));
+  if (slot != nullptr || !create) return slot;
+  slot = new (std::nothrow) ThreadSlot;
+  if (slot == nullptr) return nullptr;
+  if (pal::set_thread_value(k.key, slot)) {
+    delete slot;
+    return nullptr;
+  }
+  ReservationCache& c = cache();
+  std::lock_guard lock(c.mutex);
+  reap_retired(c);  // so the registry holds the live threads and those ended since the last reap
+  slot->next = c.slots;
+  if (slot->next) slot->next->prev = slot;
+  c.slots = slot;
+  return slot;
+}
+
+}  // namespace
+
+std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& options) noexcept {
+  ReservationCache& c = cache();
+  ThreadSlot* const slot = my_slot(c.limit.load(std::memory_order_relaxed) != 0);
+  if (c.count.load(std::memory_order_relaxed) == 0) return std::nullopt;
+  if (slot != nullptr) {
+    slot->lock();
+    if (slot->parked && slot->parked->mapping_size == mapping_size &&
+        slot->parked->options == options) {
+      Parked p = *slot->parked;
+      slot->parked.reset();
+      slot->unlock();
+      c.unclaim(p.committed);
+      return p;
+    }
+    slot->unlock();
+  }
+  std::lock_guard lock(c.mutex);
+  reap_retired(c);
+  for (std::size_t i = c.entries.size(); i-- > 0;) {
+    if (c.entries[i].mapping_size == mapping_size && c.entries[i].options == options) {
+      Parked p = c.entries[i];
+      c.entries[i] = c.entries.back();
+      c.entries.pop_back();
+      c.unclaim(p.committed);
+      return p;
+    }
+  }
+  return std::nullopt;
+}
+
+// Parks p in this thread's slot or the shared list; false if the limits are reached (or the
+// cache is off), and then the caller releases it.
+bool park(const Parked& p) noexcept {
+  ReservationCache& c = cache();
+  if (!c.claim(p.committed)) return false;
+  if (ThreadSlot* slot = my_slot(false)) {
+    slot->lock();
+    if (!slot->parked) {
+      slot->parked = p;
+      slot->unlock();
+      return true;
+    }
+    slot->unlock();
+  }
+  std::lock_guard lock(c.mutex);
+  try {
+    c.entries.push_back(p);
+  } catch (...) {
+    c.unclaim(p.committed);
+    return false;  // no memory for the cache's own bookkeeping: release instead
+  }
+  return true;
+}
+
+namespace {
+
+// Takes every parked reservation out of the cache (the shared list and every thread's slot).
+std::vector<Parked> take_all() noexcept {
+  ReservationCache& c = cache();
+  std::vector<Parked> gone;
+  std::lock_guard lock(c.mutex);
+  reap_retired(c);
+  gone.swap(c.entries);
+  for (ThreadSlot* s = c.slots; s; s = s->next) {
+    if (std::optional<Parked> p = s->take()) {
+      try {
+        gone.push_back(*p);
+      } catch (...) {
+        c.unclaim(p->committed);
+        release_mapping(p->mapping, p->mapping_size);
+      }
+    }
+  }
+  for (const Parked& p : gone)
+    c.unclaim(p.committed);
+  return gone;
+}
+
+}  // namespace
+
+[[noreturn]] void throw_plan_error(std::errc e, std::size_t max_bytes) {
+  if (e == std::errc::invalid_argument) {
+    throw std::invalid_argument(
+        max_bytes == 0 ? "reservoir::Arena: max_bytes must be greater than 0"
+                       : "reservoir::Arena: commit_granule or max_commit_step is too large to "
+                         "round up to whole pages and granules");
+  }
+  throw std::length_error("reservoir::Arena: cannot reserve " + format_bytes(max_bytes) +
+                          ": more than the address space can hold (limit " +
+                          format_bytes(kMaxReservation) + ")");
+}
+
+}  // namespace detail
+
+void set_reservation_cache_limit(std::size_t entries) noexcept {
+  detail::cache().limit.store(entries, std::memory_order_relaxed);
+  if (entries == 0) clear_reservation_cache();
+}
+
+void clear_reservation_cache() noexcept {
+  for (const detail::Parked& p : detail::take_all())
+    detail::release_mapping(p.mapping, p.mapping_size);
+}
+
+std::size_t reservation_cache_size() noexcept {
+  return detail::cache().count.load(std::memory_order_relaxed);
+}
+
+}  // namespace reservoir
