@@ -245,8 +245,8 @@ TEST_SUITE("arena") {
     }
     {
       test::FaultGuard fault(pal::Op::commit, 0, 2);
-      CHECK_THROWS_AS(a.reserve(a.committed() + 1), std::bad_alloc);
-      CHECK_FALSE(a.try_reserve(a.committed() + 1));
+      CHECK_THROWS_AS(a.commit(a.committed() + 1), std::bad_alloc);
+      CHECK_FALSE(a.try_commit(a.committed() + 1));
       CHECK(State(a) == before);
     }
     CHECK(a.grow(1) != nullptr);  // usable afterwards
@@ -368,17 +368,39 @@ TEST_SUITE("arena") {
     CHECK_THROWS_AS(a.rewind(a.size() + 1), std::invalid_argument);
   }
 
-  TEST_CASE("reserve commits ahead; trim gives it back") {
+  TEST_CASE("commit commits ahead; trim gives it back") {
     Arena a(8 * kMiB);
-    a.reserve(3 * kMiB);
+    a.commit(3 * kMiB);
     CHECK(a.committed() == round_up(3 * kMiB, a.commit_granule()));
     CHECK(a.size() == 0);
-    CHECK_THROWS_AS(a.reserve(a.reserved() + 1), std::length_error);
+    CHECK_THROWS_AS(a.commit(a.reserved() + 1), std::length_error);
     CHECK_FALSE(a.trim(kMiB));
     CHECK(a.committed() == kMiB);
     CHECK_FALSE(a.trim());
     CHECK(a.committed() == 0);
   }
+  TEST_CASE("the deprecated reserve/try_reserve still commit, as commit/try_commit do") {
+    Arena a(8 * kMiB);
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#elif defined(_MSC_VER)
+#pragma warning(push)
+#pragma warning(disable : 4996)
+#endif
+    a.reserve(kMiB);
+    CHECK(a.committed() == round_up(kMiB, a.commit_granule()));
+    CHECK(a.try_reserve(2 * kMiB));
+    CHECK_FALSE(a.try_reserve(a.reserved() + 1));
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#elif defined(_MSC_VER)
+#pragma warning(pop)
+#endif
+    CHECK(a.committed() == round_up(2 * kMiB, a.commit_granule()));
+    CHECK(a.size() == 0);
+  }
+
 
   TEST_CASE("reserve backs what Populate asks for: all, the first step, or nothing") {
     if (const char* why = test::rss_unmeasurable()) {
@@ -399,7 +421,7 @@ TEST_SUITE("arena") {
       Arena a(128 * kMiB);
       REQUIRE(a.options().prefault);
       const std::size_t before = pal::current_rss() / 1024;
-      a.reserve(kCommit, c.populate);
+      a.commit(kCommit, c.populate);
       const std::size_t after = pal::current_rss() / 1024;
       const std::size_t grew = after > before ? after - before : 0;
       INFO("populate " << static_cast<int>(c.populate) << ": RSS grew by " << grew << " KiB");
@@ -464,10 +486,10 @@ TEST_SUITE("arena") {
       CHECK_FALSE(a->shrink(0));
       CHECK_THROWS_AS(a->shrink(1), std::invalid_argument);
       a->rewind(a->mark());
-      CHECK_NOTHROW(a->reserve(0));
-      CHECK(a->try_reserve(0));
-      CHECK_THROWS_AS(a->reserve(1), std::length_error);
-      CHECK_FALSE(a->try_reserve(1));
+      CHECK_NOTHROW(a->commit(0));
+      CHECK(a->try_commit(0));
+      CHECK_THROWS_AS(a->commit(1), std::length_error);
+      CHECK_FALSE(a->try_commit(1));
       CHECK_THROWS_AS(a->grow(1), std::length_error);
       CHECK(a->try_grow(1) == nullptr);
       CHECK(a->try_allocate(8, 8) == nullptr);

@@ -292,7 +292,7 @@ std::uint64_t arena_sequence(std::uint32_t seed) {
           break;
         }
         case 4:
-          a.reserve(rng() % 600'000);
+          a.commit(rng() % 600'000);
           break;
         case 5:
           (void)a.trim(rng() % 100'000);  // refused decommit: memory stays, nothing lost

@@ -336,12 +336,12 @@ void* Arena::try_allocate(std::size_t n, std::size_t alignment) noexcept {
   return p ? static_cast<std::byte*>(p) + pad : nullptr;
 }
 
-void Arena::reserve(std::size_t bytes, Populate populate) {
+void Arena::commit(std::size_t bytes, Populate populate) {
   if (bytes > reserved_) throw_growth_error(bytes, {});
   if (std::error_code ec = commit_to(bytes, populate)) throw_growth_error(bytes, ec);
 }
 
-bool Arena::try_reserve(std::size_t bytes, Populate populate) noexcept {
+bool Arena::try_commit(std::size_t bytes, Populate populate) noexcept {
   return bytes <= reserved_ && !commit_to(bytes, populate);
 }
 

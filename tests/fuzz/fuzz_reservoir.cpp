@@ -416,7 +416,7 @@ void run_arena(Input& in) {
           m.clear();
           break;
         case 4:
-          a.reserve(n * 4);
+          a.commit(n * 4);
           break;
         case 5:
           (void)a.trim(n);

@@ -217,13 +217,14 @@ class Arena {
 
   // ---- committed prefix (for containers that track their own length, like DynArray) ----
 
-  // How much of a reserve() to back with RAM at once when options().prefault is on.
+  // How much of a commit() to back with RAM at once when options().prefault is on.
   enum class Populate {
     // All of it: for bytes about to be written (an append of known length).
     all,
     // Only the next max_commit_step (2 MiB by default) past the committed prefix; the rest is
     // committed but backed on first touch, as std::vector::reserve is under overcommit. For an
-    // upper bound that may never be reached: reserve(1e9 ints) costs 2 MiB of RSS, not 4 GB.
+    // upper bound that may never be reached: DynArray::reserve(1e9 ints) costs 2 MiB of RSS, not
+    // 4 GB.
     first_step,
     // None of it: committed, backed on first touch, as if prefault were off for this call. For
     // memory that may never be written.
@@ -233,8 +234,19 @@ class Arena {
   // Commits ahead so that committed() >= bytes (rounded up to the granule). Never moves anything.
   // Throws std::length_error past reserved(), OsAllocationError on refusal; arena unchanged then.
   // The memory-limit check counts all of the new commit, populated or not.
-  void reserve(std::size_t bytes, Populate populate = Populate::all);
-  bool try_reserve(std::size_t bytes, Populate populate = Populate::all) noexcept;
+  void commit(std::size_t bytes, Populate populate = Populate::all);
+  bool try_commit(std::size_t bytes, Populate populate = Populate::all) noexcept;
+
+  // Deprecated names of commit() and try_commit(), kept for one release: reserve means address
+  // space everywhere else.
+  [[deprecated("use commit(): Arena::reserve commits pages")]] void reserve(
+      std::size_t bytes, Populate populate = Populate::all) {
+    commit(bytes, populate);
+  }
+  [[deprecated("use try_commit(): Arena::try_reserve commits pages")]] bool try_reserve(
+      std::size_t bytes, Populate populate = Populate::all) noexcept {
+    return try_commit(bytes, populate);
+  }
 
   // Decommits every step beyond round_up(max(size(), keep_bytes), granule).
   std::error_code trim(std::size_t keep_bytes = 0) noexcept;

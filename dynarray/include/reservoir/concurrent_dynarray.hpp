@@ -584,7 +584,7 @@ class ConcurrentDynArray {
     if (i > max_size_ || n > max_size_ - i) throw_full();
     // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
     // from fresh or decommitted memory, so they read as zero (not ready).
-    data_arena_.reserve((i + n) * sizeof(T));  // strong guarantee on failure
+    data_arena_.commit((i + n) * sizeof(T));  // strong guarantee on failure
     const size_type data_cap = (std::min)(data_arena_.committed() / sizeof(T), max_size_);
     // The marks are written only when blocks finish out of order, so while one thread appends
     // alone their pages are never touched and cost no RAM and no faults: commit them without
@@ -593,7 +593,7 @@ class ConcurrentDynArray {
     const auto populate = out_of_order_.load(std::memory_order_relaxed) ? Arena::Populate::all
                                                                         : Arena::Populate::none;
     // On failure data_arena_ keeps a step: harmless, unclaimed.
-    ready_arena_.reserve(data_cap, populate);
+    ready_arena_.commit(data_cap, populate);
     const size_type flags = (std::min)(ready_arena_.committed(), max_size_);
     // No thread reads a mark at or above the old capacity before the release store below
     // publishes it.

@@ -721,13 +721,13 @@ class DynArray {
     // The first reservation may have been granted smaller than default_max_size() (the
     // address-space budget, or a refusing OS): check again against what max_size() is now.
     if (n > max_size_) throw_length_error("reserve", n);
-    arena_.reserve(n * sizeof(T), populate);
+    arena_.commit(n * sizeof(T), populate);
     update_capacity();
   }
   bool try_grow_capacity(size_type n) noexcept {
     if (n > max_size() - size() || !try_ensure_reserved()) return false;
     if (n > max_size_ - size()) return false;  // the reservation came out smaller
-    if (!arena_.try_reserve((size() + n) * sizeof(T))) return false;
+    if (!arena_.try_commit((size() + n) * sizeof(T))) return false;
     update_capacity();
     return true;
   }
