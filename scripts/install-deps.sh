@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what reservoir's builds need on Debian/Ubuntu, only if missing.
-#   scripts/install-deps.sh [base] [windows] [libcxx] [fuzz] [plot] [valgrind]   (default: base)
+#   scripts/install-deps.sh [base] [windows] [libcxx] [fuzz] [plot] [valgrind] [format]
+#   (default: base)
 set -euo pipefail
 
 groups=("$@")
@@ -16,7 +17,8 @@ for g in "${groups[@]}"; do
     fuzz) want+=(clang libclang-rt-14-dev) ;;
     plot) want+=(python3 python3-matplotlib) ;;
     valgrind) want+=(valgrind) ;;
-    *) echo "install-deps.sh: unknown group '$g' (base, windows, libcxx, fuzz, plot, valgrind)" >&2; exit 2 ;;
+    format) want+=(clang-format-19) ;;
+    *) echo "install-deps.sh: unknown group '$g' (base, windows, libcxx, fuzz, plot, valgrind, format)" >&2; exit 2 ;;
   esac
 done
 
