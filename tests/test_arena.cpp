@@ -277,6 +277,36 @@ TEST_SUITE("arena") {
     CHECK(pal::testing::calls(pal::Op::reserve) == reserves);
   }
 
+  TEST_CASE("five words: granule and step are packed, rounded and capped, and options() says so") {
+    if constexpr (sizeof(void*) == 8) CHECK(sizeof(Arena) == 40);
+    ArenaOptions o;
+    o.commit_granule = pal::page_size() + 1;        // rounds up to two pages
+    o.max_commit_step = std::size_t{1} << 40;       // capped at 65535 granules
+    o.huge_pages = true;
+    o.guard_pages = false;
+    Arena a(64 * kMiB, o);
+    const ArenaOptions in_force = a.options();
+    CHECK(in_force.commit_granule == 2 * pal::page_size());
+    CHECK(in_force.max_commit_step == 65535 * in_force.commit_granule);
+    CHECK(in_force.huge_pages);
+    CHECK_FALSE(in_force.guard_pages);
+    CHECK(in_force.prefault == o.prefault);
+    CHECK(in_force.reuse_reservation == o.reuse_reservation);
+    CHECK(in_force.respect_memory_limit == o.respect_memory_limit);
+    CHECK(a.commit_granule() == in_force.commit_granule);
+    // A granule of more than 2^32 units of 4 KiB does not fit the packed word.
+    if constexpr (sizeof(void*) == 8) {
+      ArenaOptions huge;
+      huge.commit_granule = std::size_t{1} << 45;
+      CHECK_THROWS_AS((void)Arena(std::size_t{1} << 46, huge), std::invalid_argument);
+    }
+    // A default-constructed arena reports the default options, and so does a moved-from one.
+    CHECK(Arena().options() == ArenaOptions{});
+    Arena b(std::move(a));
+    CHECK(a.options() == ArenaOptions{});  // NOLINT(bugprone-use-after-move): the empty state
+    CHECK(b.options() == in_force);
+  }
+
   TEST_CASE("a refused reservation is OsAllocationError; create() reports it without throwing") {
     {
       test::FaultGuard fault(pal::Op::reserve);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -16,6 +18,9 @@ namespace {
 
 using detail::kMax;
 using detail::kMaxReservation;
+
+constexpr std::size_t kUnit = 4096;  // Arena::kUnit
+constexpr std::size_t kMaxStepGranules = std::numeric_limits<std::uint16_t>::max();
 
 // round_up for a power-of-two-free `unit`; false on overflow. A unit of 0 (an empty arena's
 // granule) leaves the value as it is.
@@ -66,6 +71,12 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
   if (!round_up(std::max(l.max_step, l.granule), l.granule, &l.max_step)) {
     return std::errc::invalid_argument;
   }
+  // The Arena packs both into one word: a granule of at most 2^32 units, a step of at most
+  // kMaxStepGranules granules (larger steps buy nothing: see kDefaultMaxCommitStep).
+  if (l.granule / kUnit > std::numeric_limits<std::uint32_t>::max()) {
+    return std::errc::invalid_argument;
+  }
+  l.max_step = std::min(l.max_step, l.granule * kMaxStepGranules);
   l.guard = options.guard_pages ? page : 0;
   if (max_bytes > kMaxReservation || !round_up(max_bytes, page, &l.usable)) {
     return std::errc::value_too_large;
@@ -98,7 +109,7 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
 
 // ---- lifetime -----------------------------------------------------------------------------------
 
-Arena::Arena(std::size_t max_bytes, ArenaOptions options) : options_(options) {
+Arena::Arena(std::size_t max_bytes, ArenaOptions options) {
   std::error_code ec;
   std::optional<Arena> made = create(max_bytes, options, &ec);
   if (!made) {
@@ -118,20 +129,26 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
     *error = std::make_error_code(e);
     return std::nullopt;
   }
+  // The options as this layout rounds them: a parked reservation matches on these.
+  options.commit_granule = l.granule;
+  options.max_commit_step = l.max_step;
+  auto made = [&](void* mapping, std::byte* base, std::size_t reserved, std::size_t committed) {
+    Arena a;
+    a.base_ = base;
+    a.reserved_ = reserved;
+    a.committed_ = committed;
+    a.granule_units_ = static_cast<std::uint32_t>(l.granule / kUnit);
+    a.max_step_granules_ = static_cast<std::uint16_t>(l.max_step / l.granule);
+    // At most a guard page (64 KiB) plus a huge page of alignment: 528 units, 10 bits.
+    const auto offset = static_cast<std::size_t>(base - static_cast<std::byte*>(mapping));
+    a.offset_flags_ = static_cast<std::uint16_t>((offset / kUnit) << kFlagBits | flags_of(options));
+    *error = {};
+    return std::optional<Arena>(std::move(a));
+  };
   // 2. A parked reservation of the same layout and options costs no system call.
   if (options.reuse_reservation) {
     if (std::optional<detail::Parked> p = detail::take_parked(l.mapping, options)) {
-      Arena a;
-      a.mapping_ = p->mapping;
-      a.mapping_size_ = p->mapping_size;
-      a.base_ = p->base;
-      a.reserved_ = p->reserved;
-      a.committed_ = p->committed;
-      a.granule_ = l.granule;
-      a.max_step_ = l.max_step;
-      a.options_ = options;
-      *error = {};
-      return a;
+      return made(p->mapping, p->base, p->reserved, p->committed);
     }
   }
   // 3. Reserve address space only.
@@ -142,20 +159,37 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
   }
   // 4. Huge pages are a hint: a kernel without THP refuses it and the arena works the same.
   if (options.huge_pages) (void)pal::advise_huge_pages(mapping, l.mapping);
-  Arena a;
-  a.mapping_ = mapping;
-  a.mapping_size_ = l.mapping;
   const auto start = reinterpret_cast<std::uintptr_t>(mapping) + l.guard;
   const std::uintptr_t aligned = (start + l.base_align - 1) / l.base_align * l.base_align;
-  a.base_ =
+  std::byte* const base =
       static_cast<std::byte*>(mapping) + (aligned - reinterpret_cast<std::uintptr_t>(mapping));
-  a.reserved_ =
-      static_cast<std::size_t>(static_cast<std::byte*>(mapping) + l.mapping - l.guard - a.base_);
-  a.granule_ = l.granule;
-  a.max_step_ = l.max_step;
-  a.options_ = options;
-  *error = {};
-  return a;
+  const auto reserved =
+      static_cast<std::size_t>(static_cast<std::byte*>(mapping) + l.mapping - l.guard - base);
+  return made(mapping, base, reserved, 0);
+}
+
+std::uint16_t Arena::flags_of(const ArenaOptions& o) noexcept {
+  return static_cast<std::uint16_t>((o.guard_pages ? kGuardPages : 0) | (o.prefault ? kPrefault : 0) |
+                                    (o.reuse_reservation ? kReuseReservation : 0) |
+                                    (o.huge_pages ? kHugePages : 0) |
+                                    (o.respect_memory_limit ? kRespectMemoryLimit : 0));
+}
+
+ArenaOptions Arena::options() const noexcept {
+  ArenaOptions o;
+  o.commit_granule = granule();
+  o.max_commit_step = max_step();
+  o.guard_pages = has(kGuardPages);
+  o.prefault = has(kPrefault);
+  o.reuse_reservation = has(kReuseReservation);
+  o.huge_pages = has(kHugePages);
+  o.respect_memory_limit = has(kRespectMemoryLimit);
+  return o;
+}
+
+std::size_t Arena::mapping_size() const noexcept {
+  // create() made reserved_ = mapping + mapping size - upper guard - base_.
+  return offset() + reserved_ + (has(kGuardPages) ? pal::page_size() : 0);
 }
 
 Arena::Arena(Arena&& other) noexcept {
@@ -178,24 +212,28 @@ bool Arena::park_in_cache() noexcept {
   // Keep up to kDoublingStepLimit committed (whole granules, at least one; no more than one
   // max_commit_step, so fixed small steps stay small): the next arena then reaches that size with
   // no commit call and no page fault. A refused decommit means: do not park.
+  const std::size_t granule = this->granule();
   const std::size_t keep_limit =
-      std::max(granule_, std::min(kDoublingStepLimit, max_step_) / granule_ * granule_);
-  if (!options_.reuse_reservation || keep_limit > detail::kCacheMaxCommitted) return false;
+      std::max(granule, std::min(kDoublingStepLimit, max_step()) / granule * granule);
+  if (!has(kReuseReservation) || keep_limit > detail::kCacheMaxCommitted) return false;
   const std::size_t keep = std::min(committed_, keep_limit);
   if (committed_ > keep && pal::decommit(base_ + keep, committed_ - keep)) return false;
   committed_ = keep;
-  return detail::park(detail::Parked{mapping_, mapping_size_, base_, reserved_, keep, options_});
+  return detail::park(
+      detail::Parked{mapping(), mapping_size(), base_, reserved_, keep, options()});
 }
 
 void Arena::release_all() noexcept {
-  if (mapping_ != nullptr && !park_in_cache()) {
+  if (base_ != nullptr && !park_in_cache()) {
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)
-    detail::release_mapping(mapping_, mapping_size_);
+    detail::release_mapping(mapping(), mapping_size());
   }
   base_ = nullptr;
-  mapping_ = nullptr;
-  size_ = committed_ = reserved_ = granule_ = max_step_ = mapping_size_ = 0;
+  size_ = committed_ = reserved_ = 0;
+  granule_units_ = 0;
+  max_step_granules_ = 0;
+  offset_flags_ = kDefaultFlags;
 }
 
 void swap(Arena& a, Arena& b) noexcept {
@@ -204,11 +242,9 @@ void swap(Arena& a, Arena& b) noexcept {
   swap(a.size_, b.size_);
   swap(a.committed_, b.committed_);
   swap(a.reserved_, b.reserved_);
-  swap(a.granule_, b.granule_);
-  swap(a.max_step_, b.max_step_);
-  swap(a.mapping_, b.mapping_);
-  swap(a.mapping_size_, b.mapping_size_);
-  swap(a.options_, b.options_);
+  swap(a.granule_units_, b.granule_units_);
+  swap(a.max_step_granules_, b.max_step_granules_);
+  swap(a.offset_flags_, b.offset_flags_);
 }
 
 // ---- committing ---------------------------------------------------------------------------------
@@ -219,16 +255,17 @@ std::size_t Arena::commit_step() const noexcept {
   //   2. the committed prefix itself, up to kDoublingStepLimit: small arenas double;
   //   3. committed/8: large arenas commit in proportion to their size.
   // An empty (default-constructed or moved-from) arena has no granule and no step.
-  if (granule_ == 0) return 0;
-  std::size_t step = granule_;
-  if (const std::size_t held = committed_ / granule_; held > 1) {
-    const std::size_t doubling_cap = std::max<std::size_t>(kDoublingStepLimit / granule_, 1);
-    step = std::max(step, granule_ * std::bit_floor(std::min(held, doubling_cap)));
+  const std::size_t granule = this->granule();
+  if (granule == 0) return 0;
+  std::size_t step = granule;
+  if (const std::size_t held = committed_ / granule; held > 1) {
+    const std::size_t doubling_cap = std::max<std::size_t>(kDoublingStepLimit / granule, 1);
+    step = std::max(step, granule * std::bit_floor(std::min(held, doubling_cap)));
   }
-  if (const std::size_t eighth = committed_ / 8 / granule_; eighth > 1) {
-    step = std::max(step, granule_ * std::bit_floor(eighth));
+  if (const std::size_t eighth = committed_ / 8 / granule; eighth > 1) {
+    step = std::max(step, granule * std::bit_floor(eighth));
   }
-  return std::min(step, max_step_);
+  return std::min(step, max_step());
 }
 
 std::size_t Arena::commit_target(std::size_t bytes) const noexcept {
@@ -243,11 +280,11 @@ std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept 
   if (target <= committed_) return {};
   std::byte* start = base_ + committed_;
   const std::size_t len = target - committed_;
-  if (options_.respect_memory_limit && !detail::memory_limit_allows(len)) {
+  if (has(kRespectMemoryLimit) && !detail::memory_limit_allows(len)) {
     return {1, detail::memory_limit_category()};
   }
   if (std::error_code ec = pal::commit(start, len)) return ec;
-  if (options_.prefault && populate != Populate::none) {
+  if (has(kPrefault) && populate != Populate::none) {
     // 1. Ask the OS to back the step (Linux MADV_POPULATE_WRITE), then 2. write one byte per
     //    page anyway (the only way elsewhere). After a populate the write costs a store per page,
     //    but on a VM whose host takes back free guest pages (free page reporting) the populate
@@ -256,9 +293,9 @@ std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept 
     //    Storing 0 is safe: the step was never committed or was decommitted, so it holds no live
     //    data and reads as zero (a read-modify-write would cost a second fault per page where
     //    nothing was populated: a read maps the shared zero page first).
-    //    With Populate::first_step only the first max_step_ bytes are backed; the rest is
+    //    With Populate::first_step only the first max_step() bytes are backed; the rest is
     //    committed and backed on first touch.
-    const std::size_t backed = populate == Populate::all ? len : std::min(len, max_step_);
+    const std::size_t backed = populate == Populate::all ? len : std::min(len, max_step());
     std::error_code ec = pal::prefault(start, backed);
     if (!ec || ec == std::errc::not_supported) {
       // Every 4 KiB, the smallest page of any supported OS, whatever page_size() says: a store
@@ -374,7 +411,7 @@ std::error_code Arena::trim(std::size_t keep_bytes) noexcept {
   // has nothing committed.
   if (committed_ == 0) return {};
   std::size_t target = committed_;
-  if (std::size_t r; round_up(std::max(size_, keep_bytes), granule_, &r) && r < committed_) {
+  if (std::size_t r; round_up(std::max(size_, keep_bytes), granule(), &r) && r < committed_) {
     target = r;
   }
   if (target >= committed_) return {};

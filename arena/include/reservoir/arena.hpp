@@ -48,7 +48,8 @@ struct ArenaOptions {
   // Steps grow with the arena, each a power-of-two number of granules: while committed() is below
   // kDoublingStepLimit a step doubles it (one granule, then 1, 2, 4, ... granules), so a new small
   // array costs one page; from there a step is at least kDoublingStepLimit and at least
-  // committed()/8, up to this cap (rounded up to whole granules). A large array thus takes few
+  // committed()/8, up to this cap (rounded up to whole granules, and at most 65535 granules:
+  // 256 MiB with the default granule). A large array thus takes few
   // commit calls (each one takes the address-space lock), and at most one step is committed and
   // unused. 0 means kDefaultMaxCommitStep; set it equal to commit_granule for fixed steps. With
   // the default, arenas of 4 MiB or more are aligned to 2 MiB so that their 2 MiB steps can be
@@ -256,10 +257,11 @@ class Arena {
   std::size_t size() const noexcept { return size_; }            // the length in bytes
   std::size_t committed() const noexcept { return committed_; }  // readable/writable prefix
   std::size_t reserved() const noexcept { return reserved_; }    // the most size() can reach
-  std::size_t commit_granule() const noexcept { return granule_; }
+  std::size_t commit_granule() const noexcept { return granule(); }
   // The step the next commit will use (grows from commit_granule() to the max_commit_step).
   std::size_t commit_step() const noexcept;
-  const ArenaOptions& options() const noexcept { return options_; }
+  // The options in force: commit_granule and max_commit_step as rounded (see ArenaOptions).
+  ArenaOptions options() const noexcept;
   // True if [p, p+n) lies inside the arena's current length.
   bool contains(const void* p, std::size_t n = 1) const noexcept;
 
@@ -279,16 +281,42 @@ class Arena {
   // Gives the reservation to the cache (true) or leaves it to the caller to release (false).
   bool park_in_cache() noexcept;
 
-  std::byte* base_ = nullptr;     // first usable byte (after the lower guard page)
-  std::size_t size_ = 0;          // length
-  std::size_t committed_ = 0;     // bytes from base_ that are committed
-  std::size_t reserved_ = 0;      // usable bytes from base_
-  std::size_t granule_ = 0;       // first commit step, a multiple of the page size
-  std::size_t max_step_ = 0;      // largest commit step, a multiple of the page size
-  void* mapping_ = nullptr;       // what pal::reserve returned
-  std::size_t mapping_size_ = 0;  // what was passed to pal::reserve
-  ArenaOptions options_{};
+  // The packed fields count in units of 4 KiB, which divides every supported page size.
+  static constexpr std::size_t kUnit = 4096;
+  enum Flag : std::uint16_t {
+    kGuardPages = 1,
+    kPrefault = 2,
+    kReuseReservation = 4,
+    kHugePages = 8,
+    kRespectMemoryLimit = 16,
+  };
+  static constexpr unsigned kFlagBits = 5;
+  static constexpr std::uint16_t kDefaultFlags =
+      kGuardPages | kPrefault | kReuseReservation | kRespectMemoryLimit;
+  static std::uint16_t flags_of(const ArenaOptions& o) noexcept;
+
+  bool has(Flag f) const noexcept { return (offset_flags_ & f) != 0; }
+  std::size_t granule() const noexcept { return std::size_t{granule_units_} * kUnit; }
+  std::size_t max_step() const noexcept { return granule() * max_step_granules_; }
+  // The reservation as pal::reserve made it: [guard][alignment padding][usable...][guard].
+  std::size_t offset() const noexcept {
+    return static_cast<std::size_t>(offset_flags_ >> kFlagBits) * kUnit;
+  }
+  std::byte* mapping() const noexcept { return base_ - offset(); }
+  std::size_t mapping_size() const noexcept;
+
+  // Five words: a DynArray is this plus three more. Granule, step, the base's offset in its
+  // mapping and the options are packed into the last one; plan() rejects what does not fit.
+  std::byte* base_ = nullptr;          // first usable byte (after the lower guard page)
+  std::size_t size_ = 0;               // length
+  std::size_t committed_ = 0;          // bytes from base_ that are committed
+  std::size_t reserved_ = 0;           // usable bytes from base_
+  std::uint32_t granule_units_ = 0;    // first commit step, in kUnit
+  std::uint16_t max_step_granules_ = 0;  // largest commit step, in granules
+  std::uint16_t offset_flags_ = kDefaultFlags;  // offset() in kUnit above kFlagBits of Flag
 };
+
+static_assert(sizeof(void*) != 8 || sizeof(Arena) == 40, "an Arena is five words");
 
 // ---- inline fast paths: a compare and an add while the committed prefix has room ----------------
 
