@@ -78,60 +78,25 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
-#include <bit>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <ranges>
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <reservoir/arena.hpp>
+#include <reservoir/detail/concurrent_core.hpp>
 #include <reservoir/max_size.hpp>
-#include <reservoir/pal.hpp>
 
 namespace reservoir {
-namespace detail {
 
-// Atomic access to a plain byte (ConcurrentDynArray's ready marks), sequentially consistent.
-#if defined(__cpp_lib_atomic_ref)
-inline constexpr bool kByteAtomicsLockFree =
-    std::atomic_ref<unsigned char>::is_always_lock_free &&
-    std::atomic_ref<unsigned char>::required_alignment == 1;
-inline unsigned char atomic_load_byte(unsigned char* p) noexcept {
-  return std::atomic_ref<unsigned char>(*p).load(std::memory_order_seq_cst);
-}
-inline void atomic_store_byte(unsigned char* p, unsigned char v) noexcept {
-  std::atomic_ref<unsigned char>(*p).store(v, std::memory_order_seq_cst);
-}
-#else  // standard libraries without std::atomic_ref (libc++ before 19): the GCC/Clang builtins
-inline constexpr bool kByteAtomicsLockFree = __atomic_always_lock_free(1, 0);
-inline unsigned char atomic_load_byte(unsigned char* p) noexcept {
-  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
-}
-inline void atomic_store_byte(unsigned char* p, unsigned char v) noexcept {
-  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
-}
-#endif
-
-// An address unique to the calling thread while it runs (a thread started after it ended may get
-// the same one). Constant-initialized, so reaching it costs no call.
-inline const void* thread_token() noexcept {
-  static thread_local const char token = 0;
-  return &token;
-}
-
-}  // namespace detail
-
-// The counters are alignas(64) so that each has its own cache line; MSVC warns (C4324) that the
-// class is padded for it, which is the point.
+// ConcurrentCore is padded to whole cache lines; MSVC warns (C4324) that a class holding it is
+// padded too, which is the point.
 #if defined(_MSC_VER)
 #pragma warning(push)
 #pragma warning(disable : 4324)
@@ -152,13 +117,7 @@ class ConcurrentDynArray {
   // Reserves room for exactly `limit.count` elements (max_bytes: as many whole elements as fit in
   // `limit.bytes`) and their ready bytes. Errors as DynArray's.
   explicit ConcurrentDynArray(max_elements limit, ArenaOptions options = {})
-      : max_size_(checked(limit.count)),
-        data_arena_(max_size_ * sizeof(T), options),
-        ready_arena_(max_size_, fresh(options)) {
-    data_ = reinterpret_cast<T*>(data_arena_.base());
-    ready_ = reinterpret_cast<unsigned char*>(ready_arena_.base());
-    if (pal::process_barrier_supported()) mode_.store(kSolo, std::memory_order_relaxed);
-  }
+      : core_(limit.count, sizeof(T), options) {}
   explicit ConcurrentDynArray(max_bytes limit, ArenaOptions options = {})
       : ConcurrentDynArray(max_elements(limit.bytes / sizeof(T)), options) {}
 
@@ -169,11 +128,11 @@ class ConcurrentDynArray {
   // Moving takes the reservation and the elements; the source is left as if default-constructed.
   // Moves, swaps and destruction are not concurrent operations: no other thread may use either
   // array meanwhile. Element addresses stay valid (they now belong to the destination).
-  ConcurrentDynArray(ConcurrentDynArray&& other) noexcept { take(other); }
+  ConcurrentDynArray(ConcurrentDynArray&& other) noexcept { core_.take(other.core_); }
   ConcurrentDynArray& operator=(ConcurrentDynArray&& other) noexcept {
     if (this != &other) {
       destroy_all();
-      take(other);
+      core_.take(other.core_);
     }
     return *this;
   }
@@ -194,7 +153,7 @@ class ConcurrentDynArray {
   size_type emplace_back(Args&&... args) {
     T value(std::forward<Args>(args)...);  // may throw: nothing claimed yet
     const size_type i = claim();           // may throw: nothing claimed
-    std::construct_at(data_ + i, std::move(value));
+    std::construct_at(slots() + i, std::move(value));
     publish(i);
     return i;
   }
@@ -234,7 +193,7 @@ class ConcurrentDynArray {
     static_assert(std::is_nothrow_invocable_r_v<T, Make&, size_type>,
                   "emplace_back_with needs a noexcept make(index) returning T");
     const size_type i = claim();
-    std::construct_at(data_ + i, make(i));
+    std::construct_at(slots() + i, make(i));
     publish(i);
     return i;
   }
@@ -243,33 +202,33 @@ class ConcurrentDynArray {
   template <class... Args>
   std::optional<size_type> try_emplace_back(Args&&... args) {
     T value(std::forward<Args>(args)...);
-    std::optional<size_type> i = try_claim();
+    std::optional<size_type> i = core_.try_claim(sizeof(T));
     if (!i) return std::nullopt;
-    std::construct_at(data_ + *i, std::move(value));
+    std::construct_at(slots() + *i, std::move(value));
     publish(*i);
     return i;
   }
 
   // The published prefix's length; never decreases.
-  size_type size() const noexcept { return published_.load(std::memory_order_acquire); }
+  size_type size() const noexcept { return core_.size(); }
   bool empty() const noexcept { return size() == 0; }
-  size_type max_size() const noexcept { return max_size_; }
+  size_type max_size() const noexcept { return core_.max_size(); }
   // Elements that fit in committed memory.
-  size_type capacity() const noexcept { return capacity_.load(std::memory_order_acquire); }
+  size_type capacity() const noexcept { return core_.capacity(); }
 
   // i < size() (checked in debug builds by at()).
-  const T& operator[](size_type i) const noexcept { return data_[i]; }
-  T& operator[](size_type i) noexcept { return data_[i]; }
+  const T& operator[](size_type i) const noexcept { return data()[i]; }
+  T& operator[](size_type i) noexcept { return slots()[i]; }
   const T& at(size_type i) const {
     if (i >= size()) {
       throw std::out_of_range("reservoir::ConcurrentDynArray::at: index " + std::to_string(i) +
                               " is not published (size " + std::to_string(size()) + ")");
     }
-    return data_[i];
+    return data()[i];
   }
   // The published prefix as it is now; later appends do not invalidate it.
-  std::span<const T> published() const noexcept { return {data_, size()}; }
-  const T* data() const noexcept { return data_; }
+  std::span<const T> published() const noexcept { return {data(), size()}; }
+  const T* data() const noexcept { return static_cast<const T*>(core_.data()); }
 
   // Appends for one thread at a time, gathered in a buffer and appended as blocks (see the
   // contract at the top). Use one per thread; a Writer itself is not thread-safe. The array must
@@ -321,12 +280,12 @@ class ConcurrentDynArray {
     // (std::system_error), appends nothing and keeps them all.
     size_type flush() {
       const size_type pending = buffer_.size() - head_;
-      if (pending == 0) return array_->max_size_;
+      if (pending == 0) return array_->max_size();
       size_type count = 0;
       const size_type first = array_->claim(pending, true, &count);  // throws: none taken
       std::uninitialized_move_n(buffer_.begin() + static_cast<std::ptrdiff_t>(head_), count,
-                                array_->data_ + first);  // nothrow
-      array_->publish(first, count);
+                                array_->slots() + first);  // nothrow
+      array_->core_.publish(first, count);
       if (count == pending) {
         buffer_.clear();
         head_ = 0;
@@ -337,7 +296,7 @@ class ConcurrentDynArray {
       throw std::length_error(
           "reservoir::ConcurrentDynArray::Writer: the array is full at "
           "max_size() " +
-          std::to_string(array_->max_size_) + ": appended " + std::to_string(count) + " of " +
+          std::to_string(array_->max_size()) + ": appended " + std::to_string(count) + " of " +
           std::to_string(pending) + " buffered elements at index " + std::to_string(first) +
           ", the rest stay buffered");
     }
@@ -356,8 +315,8 @@ class ConcurrentDynArray {
       constexpr size_type kFirst = 16, kMaxBytes = 16 * 1024;
       const size_type longest = (std::max)(size_type{1}, kMaxBytes / sizeof(T));
       size_type next = block_ == 0 ? (std::min)(kFirst, longest) : (std::min)(block_ * 2, longest);
-      next = (std::min)(next, array_->max_size_);
-      if (next == 0) array_->throw_full();  // an array with no reservation
+      next = (std::min)(next, array_->max_size());
+      if (next == 0) array_->core_.throw_full();  // an array with no reservation
       if (next > block_) {
         buffer_.reserve(next);  // empty after the flush: nothing moves
         block_ = next;
@@ -374,338 +333,31 @@ class ConcurrentDynArray {
   Writer writer() noexcept { return Writer(*this); }
 
  private:
-  // Ready marks must start at zero: never take their reservation from the cache (whose first
-  // step holds old bytes), so every byte is fresh or decommitted memory, which the OS fills with
-  // zeros.
-  static ArenaOptions fresh(ArenaOptions o) noexcept {
-    o.reuse_reservation = false;
-    return o;
-  }
-  // The marks are plain bytes, only ever accessed atomically. unsigned char is an
-  // implicit-lifetime type, and the OS's zero-filled pages hold such objects without a write
-  // (as memory from malloc does), so a mark needs no construction and its page stays untouched
-  // until a mark on it is set.
-  unsigned char load_mark(size_type i) const noexcept {
-    return detail::atomic_load_byte(ready_ + i);
-  }
-  void store_mark(size_type i, unsigned char mark) noexcept {
-    detail::atomic_store_byte(ready_ + i, mark);
-  }
-
-  static size_type checked(size_type max_size) {
-    if (max_size == 0) throw std::invalid_argument("reservoir::ConcurrentDynArray: max_size 0");
-    if (max_size > static_cast<size_type>(-1) / sizeof(T)) {
-      throw std::length_error("reservoir::ConcurrentDynArray: max_size overflows");
-    }
-    return max_size;
-  }
-
-  // ---- solo mode --------------------------------------------------------------------------------
-  //
-  // While only one thread (the owner) has appended, its claims and publishes are plain loads and
-  // stores: no other thread writes the counters or the marks. The owner announces each claim and
-  // each publish in solo_depth_ and then checks mode_ with only a compiler barrier between; the
-  // first other thread to append sets mode_ to kRevoking, issues a process-wide barrier (which
-  // orders the owner's accesses as a full fence would have), waits until no solo claim or publish
-  // is in progress, and sets kShared for good. Either the owner sees kRevoking and goes on the
-  // shared way, or the other thread sees its claim or publish in progress and waits for it: never
-  // both at once. Constructions are outside these sections, so nobody waits for one.
-  enum : unsigned char { kSolo, kRevoking, kShared };
-
-  // One claim or one publish: solo or shared, decided when it starts.
-  class Section {
-   public:
-    // For a claim: a thread that is not the owner ends solo mode first (or waits while another
-    // thread ends it). Throws std::system_error if the OS refuses the barrier that ends it.
-    struct ForClaim {};
-    Section(ConcurrentDynArray& array, ForClaim) : array_(&array) {
-      if (array.mode_.load(std::memory_order_acquire) == kShared) return;
-      const void* const me = detail::thread_token();
-      while (array.mode_.load(std::memory_order_acquire) != kShared) {
-        const void* owner = array.owner_.load(std::memory_order_relaxed);
-        if (owner == nullptr &&
-            array.owner_.compare_exchange_strong(owner, me, std::memory_order_relaxed))
-          owner = me;
-        if (owner == me) {
-          enter_as_owner();
-          return;
-        }
-        array.end_solo();
-      }
-    }
-    // For a publish: a thread that is not the owner claimed in shared mode, which never ends.
-    struct ForPublish {};
-    Section(ConcurrentDynArray& array, ForPublish) noexcept : array_(&array) {
-      if (array.mode_.load(std::memory_order_acquire) != kShared &&
-          array.owner_.load(std::memory_order_relaxed) == detail::thread_token())
-        enter_as_owner();
-    }
-    ~Section() {
-      if (solo_) array_->solo_depth_.store(depth_, std::memory_order_release);
-    }
-    Section(const Section&) = delete;
-    Section& operator=(const Section&) = delete;
-    bool solo() const noexcept { return solo_; }
-
-   private:
-    void enter_as_owner() noexcept {
-      const unsigned depth = array_->solo_depth_.load(std::memory_order_relaxed);
-      array_->solo_depth_.store(depth + 1, std::memory_order_relaxed);
-      // Paired with end_solo's process-wide barrier: a full fence between the store above and
-      // the load below, paid by the thread that ends solo mode.
-      std::atomic_signal_fence(std::memory_order_seq_cst);
-      if (array_->mode_.load(std::memory_order_relaxed) == kSolo) {
-        solo_ = true;
-        depth_ = depth;
-        return;
-      }
-      // Ending: go on the shared way. No other thread appends before it has seen this store.
-      array_->solo_depth_.store(depth, std::memory_order_release);
-    }
-
-    ConcurrentDynArray* array_;
-    bool solo_ = false;
-    unsigned depth_ = 0;
-  };
-
-  // Ends solo mode, or waits while another thread ends it (then the mode is kShared, or kSolo
-  // again if that thread's barrier was refused).
-  void end_solo() {
-    unsigned char mode = kSolo;
-    if (mode_.compare_exchange_strong(mode, kRevoking, std::memory_order_seq_cst)) {
-      if (const std::error_code ec = pal::process_barrier()) {
-        mode_.store(kSolo, std::memory_order_release);
-        throw std::system_error(ec,
-                                "reservoir::ConcurrentDynArray: a second appending thread "
-                                "needs a process-wide memory barrier");
-      }
-      // A solo claim or publish in progress finishes (the owner's next one sees kRevoking).
-      while (solo_depth_.load(std::memory_order_acquire) != 0)
-        pal::yield_thread();
-      mode_.store(kShared, std::memory_order_release);
-      return;
-    }
-    while (mode_.load(std::memory_order_acquire) == kRevoking)
-      pal::yield_thread();
-  }
-
-  // The owner's claim in solo mode: as claim_shared, with a plain store.
-  size_type claim_solo(size_type n, bool partial, size_type* claimed_count) {
-    const size_type i = claimed_.load(std::memory_order_relaxed);
-    size_type k = n;
-    if (partial) {
-      k = (std::min)(n, max_size_ - i);  // claimed_ <= capacity_ <= max_size_
-      if (k == 0) throw_full();
-    }
-    const size_type cap = capacity_.load(std::memory_order_relaxed);
-    if (i > cap || k > cap - i) grow(i, k);  // throws, or makes capacity_ >= i + k
-    claimed_.store(i + k, std::memory_order_relaxed);
-    if (claimed_count != nullptr) *claimed_count = k;
-    return i;
-  }
-
-  // The owner's publish in solo mode: as publish_shared, with plain loads and a release store.
-  // A block is out of order only when an append nested in another one's construction (the owner
-  // appending from make() or from a constructor) finishes first; the outer one publishes it.
-  void publish_solo(size_type i, size_type n) noexcept {
-    if (published_.load(std::memory_order_relaxed) != i) {
-      mark_ready(i, n);
-      return;
-    }
-    published_.store(ready_run_end(i + n, claimed_.load(std::memory_order_relaxed)),
-                     std::memory_order_release);
-  }
-
-  // Claims the next n (>= 1) consecutive slots and returns the first (see claim_shared).
+  T* slots() const noexcept { return static_cast<T*>(core_.data()); }
   size_type claim(size_type n = 1, bool partial = false, size_type* claimed_count = nullptr) {
-    const Section section(*this, typename Section::ForClaim{});
-    return section.solo() ? claim_solo(n, partial, claimed_count)
-                          : claim_shared(n, partial, claimed_count);
+    return core_.claim(sizeof(T), n, partial, claimed_count);
   }
-  // Publishes the constructed slots [i, i + n) (n >= 1; see publish_shared).
-  void publish(size_type i, size_type n = 1) noexcept {
-    const Section section(*this, typename Section::ForPublish{});
-    if (section.solo()) {
-      publish_solo(i, n);
-    } else {
-      publish_shared(i, n);
-    }
-  }
-
-  // ---- shared mode ------------------------------------------------------------------------------
-
-  // Claims the next n (>= 1) consecutive slots with one CAS and returns the first, committing
-  // more memory first if needed. With `partial`, claims as many of them as fit below max_size()
-  // instead (at least one) and stores that count in *claimed_count. Backs off briefly after a lost
-  // CAS, so that contending threads stop invalidating the counter's cache line on every attempt.
-  size_type claim_shared(size_type n, bool partial, size_type* claimed_count) {
-    for (;;) {
-      size_type i = claimed_.load(std::memory_order_relaxed);
-      size_type k = n;
-      unsigned spins = 1;
-      for (;;) {
-        if (partial) {
-          k = (std::min)(n, max_size_ - i);  // claimed_ <= capacity_ <= max_size_
-          if (k == 0) throw_full();
-        }
-        const size_type cap = capacity_.load(std::memory_order_acquire);
-        if (i > cap || k > cap - i) break;
-        // seq_cst, as publish's reads of claimed_: a thread that publishes up to slot i and then
-        // reads claimed_ must see this claim if the claimer's ready mark may be there to see.
-        if (claimed_.compare_exchange_weak(i, i + k, std::memory_order_seq_cst,
-                                           std::memory_order_relaxed)) {
-          if (claimed_count != nullptr) *claimed_count = k;
-          return i;
-        }
-        for (unsigned spin = 0; spin < spins; ++spin)
-          std::atomic_signal_fence(std::memory_order_seq_cst);  // a compiler-only pause
-        spins = (std::min)(spins * 2, 64u);
-      }
-      grow(i, k);  // throws, or makes capacity_ >= i + k (or another thread did)
-    }
-  }
-  std::optional<size_type> try_claim() noexcept {
-    try {
-      return claim();
-    } catch (...) {  // length_error, OsAllocationError or a refused barrier: all are "no"
-      return std::nullopt;
-    }
-  }
-  [[noreturn]] void throw_full() const {
-    throw std::length_error("reservoir::ConcurrentDynArray: full at max_size() " +
-                            std::to_string(max_size_));
-  }
-
-  // Commits memory for slots [i, i + n): once, whichever thread gets here first.
-  void grow(size_type i, size_type n) {
-    std::lock_guard lock(commit_mutex_);
-    const size_type cap = capacity_.load(std::memory_order_relaxed);
-    if (i <= cap && n <= cap - i) return;  // another thread did it
-    if (i > max_size_ || n > max_size_ - i) throw_full();
-    // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
-    // from fresh or decommitted memory, so they read as zero (not ready).
-    data_arena_.commit((i + n) * sizeof(T));  // strong guarantee on failure
-    const size_type data_cap = (std::min)(data_arena_.committed() / sizeof(T), max_size_);
-    // The marks are written only when blocks finish out of order, so while one thread appends
-    // alone their pages are never touched and cost no RAM and no faults: commit them without
-    // prefault. Once a block has finished out of order, more marks will be written, and the new
-    // pages are backed here in one call rather than by a page fault in an appending thread.
-    const auto populate = out_of_order_.load(std::memory_order_relaxed) ? Arena::Populate::all
-                                                                        : Arena::Populate::none;
-    // On failure data_arena_ keeps a step: harmless, unclaimed.
-    ready_arena_.commit(data_cap, populate);
-    const size_type flags = (std::min)(ready_arena_.committed(), max_size_);
-    // No thread reads a mark at or above the old capacity before the release store below
-    // publishes it.
-    capacity_.store((std::min)(data_cap, flags), std::memory_order_release);
-  }
+  void publish(size_type i, size_type n = 1) noexcept { core_.publish(i, n); }
 
   // Claims `count` slots and constructs them from *it, *++it, ... (which must not throw).
   template <class It>
   size_type append_block(size_type count, It it) {
-    if (count == 0) return max_size_;
+    if (count == 0) return max_size();
     const size_type first = claim(count);
-    for (T *out = data_ + first, *end = out + count; out != end; ++out, ++it)
+    for (T *out = slots() + first, *end = out + count; out != end; ++out, ++it)
       std::construct_at(out, *it);
     publish(first, count);
     return first;
   }
 
   void destroy_all() noexcept {
-    if (data_ != nullptr) std::destroy(data_, data_ + published_.load(std::memory_order_acquire));
-  }
-  // Takes other's state, leaving other empty as if default-constructed (not concurrent).
-  void take(ConcurrentDynArray& other) noexcept {
-    max_size_ = std::exchange(other.max_size_, 0);
-    data_arena_ = std::move(other.data_arena_);
-    ready_arena_ = std::move(other.ready_arena_);
-    data_ = std::exchange(other.data_, nullptr);
-    ready_ = std::exchange(other.ready_, nullptr);
-    claimed_.store(other.claimed_.exchange(0, std::memory_order_relaxed),
-                   std::memory_order_relaxed);
-    published_.store(other.published_.exchange(0, std::memory_order_relaxed),
-                     std::memory_order_relaxed);
-    capacity_.store(other.capacity_.exchange(0, std::memory_order_relaxed),
-                    std::memory_order_relaxed);
-    out_of_order_.store(other.out_of_order_.exchange(false, std::memory_order_relaxed),
-                        std::memory_order_relaxed);
-    mode_.store(other.mode_.exchange(kShared, std::memory_order_relaxed),
-                std::memory_order_relaxed);
-    owner_.store(other.owner_.exchange(nullptr, std::memory_order_relaxed),
-                 std::memory_order_relaxed);
+    if (T* const first = slots()) std::destroy(first, first + core_.size());
   }
 
-  // The end of the run of ready chunks that starts at slot p (p itself if its mark is 0), reading
-  // marks below `end` (claimed slots) only.
-  size_type ready_run_end(size_type p, size_type end) const noexcept {
-    while (p < end) {
-      const unsigned char mark = load_mark(p);
-      if (mark == 0) break;
-      p += size_type{1} << (mark - 1);
-    }
-    return p;
-  }
-
-  // Marks the constructed block [i, i + n) ready, chunk by chunk (see publish_shared).
-  void mark_ready(size_type i, size_type n) noexcept {
-    if (!out_of_order_.load(std::memory_order_relaxed))
-      out_of_order_.store(true, std::memory_order_relaxed);
-    for (size_type k = i, left = n; left != 0;) {
-      const size_type chunk = std::bit_floor(left);
-      store_mark(k, static_cast<unsigned char>(std::bit_width(chunk)));
-      k += chunk;
-      left -= chunk;
-    }
-  }
-
-  // Publishes the constructed slots [i, i + n) (n >= 1).
-  //
-  // Ready bytes mark blocks, not elements: a block [i, i + n) is split into power-of-two chunks
-  // (largest first), and the byte of each chunk's first slot holds log2(chunk length) + 1; the
-  // other bytes stay 0. The published prefix only ever ends at a block's or a chunk's end, so a
-  // thread advancing it reads only chunk-start bytes, and skips a whole chunk per byte.
-  void publish_shared(size_type i, size_type n) noexcept {
-    // 1. The common case: the block is next, so publish it directly; its ready bytes are never
-    //    needed.
-    size_type p = i;
-    if (published_.compare_exchange_strong(p, i + n, std::memory_order_seq_cst)) {
-      p = i + n;
-    } else {
-      // 2. A predecessor is still constructing: mark the block ready for whoever publishes it.
-      //    Every mark is stored before published_ is read again, so a publisher that stopped at
-      //    any chunk of this block (having read its mark as 0) is seen below, and this thread
-      //    goes on.
-      mark_ready(i, n);
-      p = published_.load(std::memory_order_seq_cst);
-    }
-    // 3. Advance over every run of ready chunks with one CAS per run. seq_cst on the marks and the
-    //    counters: of two threads finishing neighbouring blocks, at least one sees the other's
-    //    claim and mark. Only marks of claimed slots are read (committed before the claim), so a
-    //    thread appending alone never touches them.
-    for (;;) {
-      const size_type q = ready_run_end(p, claimed_.load(std::memory_order_seq_cst));
-      if (q == p) return;
-      if (published_.compare_exchange_strong(p, q, std::memory_order_seq_cst)) p = q;
-      // else p is the prefix another thread published (a chunk boundary too): scan from there
-    }
-  }
-
-  size_type max_size_ = 0;
-  Arena data_arena_;
-  Arena ready_arena_;
-  T* data_ = nullptr;
-  unsigned char* ready_ = nullptr;            // one mark per slot, zero until set (see load_mark)
-  std::atomic<unsigned char> mode_{kShared};  // kSolo from construction where barriers work
-  std::atomic<const void*> owner_{nullptr};   // the thread that appended first (solo mode)
-  // Each counter on its own cache line: appenders hammer claimed_ and published_, readers poll
-  // published_, and capacity_ is read-mostly.
-  alignas(64) std::atomic<size_type> claimed_{0};    // slots handed out
-  std::atomic<unsigned> solo_depth_{0};              // the owner's solo appends in progress
-  alignas(64) std::atomic<size_type> published_{0};  // prefix that is constructed and visible
-  alignas(64) std::atomic<size_type> capacity_{0};   // slots backed by committed memory
-  std::atomic<bool> out_of_order_{false};  // some block was marked ready (read by grow() only)
-  alignas(64) std::mutex commit_mutex_;
+  detail::ConcurrentCore core_;
 };
+static_assert(sizeof(void*) != 8 || sizeof(ConcurrentDynArray<int>) <= 256,
+              "a ConcurrentDynArray is at most four cache lines");
 #if defined(_MSC_VER)
 #pragma warning(pop)
 #endif
