@@ -9,6 +9,7 @@ each object must show the same length and capacity, and exactly the elements the
 Exit status: 0 pass, 1 fail, 77 skipped (the debugger is not installed: CTest's SKIP_RETURN_CODE).
 """
 
+import glob
 import os
 import re
 import shutil
@@ -71,8 +72,27 @@ def split_top_level(text):
     return parts
 
 
-def run(command):
+def lldb_python_path(lldb):
+    """The directory holding lldb's own Python package, for PYTHONPATH, or None.
+
+    Debian's lldb 14 reports a wrong one (`lldb -P`: /usr/lib/local/...), so its embedded Python
+    cannot import `lldb` unless PYTHONPATH names the real one, beside the binary's LLVM prefix."""
+    prefix = os.path.dirname(os.path.dirname(os.path.realpath(lldb)))
+    for pattern in ('lib/python3*/dist-packages', 'lib/python3*/site-packages'):
+        for d in sorted(glob.glob(os.path.join(prefix, pattern)), reverse=True):
+            if os.path.exists(os.path.join(d, 'lldb', '__init__.py')):
+                return d
+    return None
+
+
+def run(command, python_path=None):
     env = dict(os.environ)
+    if python_path:
+        env['PYTHONPATH'] = os.pathsep.join(p for p in (python_path, env.get('PYTHONPATH')) if p)
+        # The Python embedded in lldb finds its home from the first python3 on PATH; put the one
+        # installed beside lldb (the system's, which lldb links against) ahead of any other (a
+        # pyenv or virtualenv python3 would hide the system's packages, such as six).
+        env['PATH'] = os.pathsep.join((os.path.dirname(command[0]), env.get('PATH', '')))
     # LeakSanitizer refuses to run under ptrace; the program is killed at the breakpoint anyway.
     env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':detect_leaks=0'
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
@@ -152,7 +172,7 @@ def check_lldb(lldb, program, script):
     for name in names:
         command += ['-o', 'script print("%s%s")' % (MARK, name), '-o', 'frame variable ' + name]
     command += ['-o', 'script print("%send")' % MARK, '-o', 'process kill', program]
-    return run(command), elements_lldb, {}
+    return run(command, lldb_python_path(lldb)), elements_lldb, {}
 
 
 def main():
@@ -176,9 +196,12 @@ def main():
     c = Checker()
     c.check(set(expect) >= set(ELEMENTS) | {'arena'}, 'the program printed every EXPECT line',
             ' '.join(sorted(expect)))
-    # Without the standard library's printers (gdb has none for libc++), strings print as their
-    # raw members: check their count and that each element's text is in there.
-    raw_strings = 'stdlib' in expect and which == 'gdb'
+    # Without a printer for the standard library's std::string, strings print as their raw
+    # members: then check their count and that each element's text is in there. gdb has none for
+    # libc++'s; lldb 14's libstdc++ summary matches std::string by a name that an element reached
+    # through the array's T* does not carry (lldb shows std::allocator<> there), so lldb prints
+    # the members, as it does for a `std::string*` dereferenced.
+    raw_strings = which == 'lldb' or 'stdlib' in expect
     for name, want in ELEMENTS.items():
         text = found.get(name, '')
         if name in expect:
