@@ -31,3 +31,9 @@ file(RELATIVE_PATH RESERVOIR_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "
 string(REGEX REPLACE "/$" "" RESERVOIR_PC_TO_PREFIX "${RESERVOIR_PC_TO_PREFIX}")
 configure_file(cmake/reservoir.pc.in ${CMAKE_CURRENT_BINARY_DIR}/reservoir.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/reservoir.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# Debugger support (the README's Debugging section): gdb printers, lldb formatters, natvis.
+install(FILES debuggers/gdb/reservoir_printers.py DESTINATION ${CMAKE_INSTALL_DATADIR}/reservoir/gdb)
+install(FILES debuggers/lldb/reservoir_lldb.py DESTINATION ${CMAKE_INSTALL_DATADIR}/reservoir/lldb)
+install(FILES debuggers/natvis/reservoir.natvis
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/reservoir/natvis)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what reservoir's builds need on Debian/Ubuntu, only if missing.
-#   scripts/install-deps.sh [base] [windows] [libcxx] [fuzz] [plot] [valgrind] [format]
+#   scripts/install-deps.sh [base] [windows] [libcxx] [fuzz] [plot] [valgrind] [format] [debuggers]
 #   (default: base)
 set -euo pipefail
 
@@ -18,7 +18,9 @@ for g in "${groups[@]}"; do
     plot) want+=(python3 python3-matplotlib) ;;
     valgrind) want+=(valgrind) ;;
     format) want+=(clang-format-19) ;;
-    *) echo "install-deps.sh: unknown group '$g' (base, windows, libcxx, fuzz, plot, valgrind, format)" >&2; exit 2 ;;
+    # Optional: without lldb its test reports SKIP; without gdb there are no debugger tests.
+    debuggers) want+=(gdb lldb python3) ;;
+    *) echo "install-deps.sh: unknown group '$g' (base, windows, libcxx, fuzz, plot, valgrind, format, debuggers)" >&2; exit 2 ;;
   esac
 done
 
