@@ -94,6 +94,7 @@
 #include <vector>
 
 #include <reservoir/arena.hpp>
+#include <reservoir/detail/alignment.hpp>
 #include <reservoir/max_size.hpp>
 #include <reservoir/pal.hpp>
 
@@ -142,7 +143,9 @@ class ConcurrentDynArray {
   static_assert(std::is_nothrow_move_constructible_v<T>,
                 "ConcurrentDynArray<T> moves the new value into its slot after claiming it: T "
                 "must be nothrow move constructible");
-  static_assert(alignof(T) <= 4096, "elements are aligned to at most 4096 bytes");
+  static_assert(alignof(T) <= detail::kMaxElementAlignment,
+                "ConcurrentDynArray<T> supports element alignments up to 2 MiB "
+                "(detail/alignment.hpp)");
   static_assert(detail::kByteAtomicsLockFree, "ready marks are one lock-free byte each");
 
  public:
@@ -153,9 +156,10 @@ class ConcurrentDynArray {
   // `limit.bytes`) and their ready bytes. Errors as DynArray's.
   explicit ConcurrentDynArray(max_elements limit, ArenaOptions options = {})
       : max_size_(checked(limit.count)),
-        data_arena_(max_size_ * sizeof(T), options),
+        data_arena_(max_size_ * sizeof(T) + detail::kAlignmentSlack<T>, options),
         ready_arena_(max_size_, fresh(options)) {
-    data_ = reinterpret_cast<T*>(data_arena_.base());
+    data_offset_ = detail::element_offset<T>(data_arena_.base());
+    data_ = reinterpret_cast<T*>(data_arena_.base() + data_offset_);
     ready_ = reinterpret_cast<unsigned char*>(ready_arena_.base());
     if (pal::process_barrier_supported()) mode_.store(kSolo, std::memory_order_relaxed);
   }
@@ -171,7 +175,7 @@ class ConcurrentDynArray {
   // array meanwhile. Element addresses stay valid (they now belong to the destination).
   ConcurrentDynArray(ConcurrentDynArray&& other) noexcept { take(other); }
   ConcurrentDynArray& operator=(ConcurrentDynArray&& other) noexcept {
-    if (this != &other) {
+    if (this != std::addressof(other)) {
       destroy_all();
       take(other);
     }
@@ -394,7 +398,7 @@ class ConcurrentDynArray {
 
   static size_type checked(size_type max_size) {
     if (max_size == 0) throw std::invalid_argument("reservoir::ConcurrentDynArray: max_size 0");
-    if (max_size > static_cast<size_type>(-1) / sizeof(T)) {
+    if (max_size > (static_cast<size_type>(-1) - detail::kAlignmentSlack<T>) / sizeof(T)) {
       throw std::length_error("reservoir::ConcurrentDynArray: max_size overflows");
     }
     return max_size;
@@ -584,8 +588,9 @@ class ConcurrentDynArray {
     if (i > max_size_ || n > max_size_ - i) throw_full();
     // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
     // from fresh or decommitted memory, so they read as zero (not ready).
-    data_arena_.reserve((i + n) * sizeof(T));  // strong guarantee on failure
-    const size_type data_cap = (std::min)(data_arena_.committed() / sizeof(T), max_size_);
+    data_arena_.reserve(data_offset_ + (i + n) * sizeof(T));  // strong guarantee on failure
+    const size_type data_cap =
+        (std::min)((data_arena_.committed() - data_offset_) / sizeof(T), max_size_);
     // The marks are written only when blocks finish out of order, so while one thread appends
     // alone their pages are never touched and cost no RAM and no faults: commit them without
     // prefault. Once a block has finished out of order, more marks will be written, and the new
@@ -605,8 +610,10 @@ class ConcurrentDynArray {
   size_type append_block(size_type count, It it) {
     if (count == 0) return max_size_;
     const size_type first = claim(count);
-    for (T *out = data_ + first, *end = out + count; out != end; ++out, ++it)
+    for (T *out = data_ + first, *end = out + count; out != end; ++out) {
       std::construct_at(out, *it);
+      ++it;
+    }
     publish(first, count);
     return first;
   }
@@ -620,6 +627,7 @@ class ConcurrentDynArray {
     data_arena_ = std::move(other.data_arena_);
     ready_arena_ = std::move(other.ready_arena_);
     data_ = std::exchange(other.data_, nullptr);
+    data_offset_ = std::exchange(other.data_offset_, 0);
     ready_ = std::exchange(other.ready_, nullptr);
     claimed_.store(other.claimed_.exchange(0, std::memory_order_relaxed),
                    std::memory_order_relaxed);
@@ -694,6 +702,7 @@ class ConcurrentDynArray {
   Arena data_arena_;
   Arena ready_arena_;
   T* data_ = nullptr;
+  size_type data_offset_ = 0;  // bytes of data_arena_ before data_ (detail/alignment.hpp)
   unsigned char* ready_ = nullptr;            // one mark per slot, zero until set (see load_mark)
   std::atomic<unsigned char> mode_{kShared};  // kSolo from construction where barriers work
   std::atomic<const void*> owner_{nullptr};   // the thread that appended first (solo mode)

@@ -19,6 +19,7 @@
 #include <cassert>
 #include <compare>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
@@ -33,6 +34,7 @@
 #include <utility>
 
 #include <reservoir/arena.hpp>
+#include <reservoir/detail/alignment.hpp>
 #include <reservoir/detail/annotations.hpp>
 #include <reservoir/detail/array_iterator.hpp>
 #include <reservoir/max_size.hpp>
@@ -174,7 +176,7 @@ class DynArray {
   // OsAllocationError (a std::bad_alloc).
   explicit DynArray(max_elements limit, ArenaOptions options = {})
       : max_size_(limit.count), arena_(checked_bytes(limit.count), options) {
-    data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
+    data_ = end_ = cap_ = first_element();
     update_capacity();  // a reservation from the cache arrives with its first pages committed
   }
   explicit DynArray(max_bytes limit, ArenaOptions options = {})
@@ -196,7 +198,7 @@ class DynArray {
   // Steals other's elements first, then destroys the old ones: other may be owned by one of them
   // (a tree node assigned its own child's children), so destroying first would free it.
   DynArray& operator=(DynArray&& other) noexcept {
-    if (this != &other) {
+    if (this != std::addressof(other)) {
       DynArray taken(std::move(other));
       swap(taken);
     }
@@ -207,14 +209,15 @@ class DynArray {
   // Assigns other's elements into this array's own reservation (its base and max_size() stay),
   // with assign()'s guarantee.
   DynArray& operator=(const DynArray& other) {
-    if (this != &other) assign(other.begin(), other.end());
+    if (this != std::addressof(other)) assign(other.begin(), other.end());
     return *this;
   }
 
   ~DynArray() {
     static_assert(std::is_object_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
                   "DynArray<T> needs a non-const, non-volatile object type");
-    static_assert(alignof(T) <= 4096, "DynArray<T> aligns elements to at most 4096 bytes");
+    static_assert(alignof(T) <= detail::kMaxElementAlignment,
+                  "DynArray<T> supports element alignments up to 2 MiB (detail/alignment.hpp)");
     destroy_all();
     annotate(end_, cap_);  // the memory goes back whole: nothing in it is reported any more
   }
@@ -295,7 +298,7 @@ class DynArray {
   // committed and capacity() says so.
   void shrink_to_fit() noexcept {
     if (!arena_.reserved()) return;
-    (void)arena_.trim(size() * sizeof(T));
+    (void)arena_.trim(bytes_for(size()));
     update_capacity();
   }
 
@@ -443,7 +446,7 @@ class DynArray {
       resize(size() + count_checked(count), value);
     } else {
       const T copy(value);
-      insert_shifting(index, count_checked(count), detail::repeat_source<T>{&copy});
+      insert_shifting(index, count_checked(count), detail::repeat_source<T>{std::addressof(copy)});
     }
     return make_iterator(data_ + index);
   }
@@ -551,19 +554,42 @@ class DynArray {
         decltype(detail::synth_three_way(std::declval<const T&>(), std::declval<const T&>()));
     const T* i = a.data_;
     const T* j = b.data_;
-    for (; i != a.end_ && j != b.end_; ++i, ++j) {
+    for (; i != a.end_ && j != b.end_; ++i) {
       if (Cat c = detail::synth_three_way(*i, *j); c != 0) return c;
+      ++j;
     }
     return static_cast<Cat>(a.size() <=> b.size());
   }
 
  private:
   static size_type checked_bytes(size_type max_size) {
-    if (max_size > (std::numeric_limits<size_type>::max)() / sizeof(T)) {
+    constexpr size_type kSlack = detail::kAlignmentSlack<T>;
+    if (max_size > ((std::numeric_limits<size_type>::max)() - kSlack) / sizeof(T)) {
       throw std::length_error("reservoir::DynArray: " + std::to_string(max_size) + " elements of " +
                               std::to_string(sizeof(T)) + " bytes overflow the address space");
     }
-    return max_size * sizeof(T);
+    return max_size * sizeof(T) + kSlack;
+  }
+
+  // The first element's address in the reservation: its base, or the first address past it
+  // aligned for an over-page-aligned T (detail/alignment.hpp).
+  T* first_element() const noexcept {
+    T* const first = reinterpret_cast<T*>(arena_.base() + detail::element_offset<T>(arena_.base()));
+    assert(reinterpret_cast<std::uintptr_t>(first) % alignof(T) == 0);
+    return first;
+  }
+  // Bytes of the reservation before data_ (0 unless T is aligned beyond a page).
+  size_type data_offset() const noexcept {
+    if constexpr (alignof(T) <= detail::kMinBaseAlignment) {
+      return 0;
+    } else {
+      return static_cast<size_type>(reinterpret_cast<std::byte*>(data_) - arena_.base());
+    }
+  }
+  // The committed bytes that hold n elements from data_: what the arena is asked to commit or to
+  // keep (it commits a prefix of the reservation, which starts before data_ for an over-aligned T).
+  size_type bytes_for(size_type n) const noexcept {
+    return n == 0 ? 0 : data_offset() + n * sizeof(T);
   }
 
   [[noreturn]] void throw_length_error(const char* op, size_type wanted) const {
@@ -629,7 +655,8 @@ class DynArray {
     for (std::size_t bytes = default_reservation_size(kDefaultReserveBytes);
          bytes >= kMinDefaultReserveBytes; bytes /= 2) {
       if (bytes / sizeof(T) == 0) break;
-      if (std::optional<Arena> a = Arena::create(bytes / sizeof(T) * sizeof(T), {}, ec)) {
+      if (std::optional<Arena> a = Arena::create(
+              bytes / sizeof(T) * sizeof(T) + detail::kAlignmentSlack<T>, {}, ec)) {
         *max_size = bytes / sizeof(T);
         return a;
       }
@@ -649,7 +676,7 @@ class DynArray {
     arena_ = std::move(a);
     max_size_ = max_size;
     default_reservation_ = true;
-    data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
+    data_ = end_ = cap_ = first_element();
     update_capacity();  // a reservation from the cache arrives with its first pages committed
   }
   void ensure_reserved() {
@@ -674,7 +701,9 @@ class DynArray {
   // [end_, old cap_) is accessible again, [end_, new cap_) reported.
   void update_capacity() noexcept {
     annotate(end_, cap_);
-    cap_ = data_ + (std::min)(arena_.committed() / sizeof(T), max_size_);
+    const size_type offset = data_offset();
+    const size_type committed = arena_.committed() > offset ? arena_.committed() - offset : 0;
+    cap_ = data_ + (std::min)(committed / sizeof(T), max_size_);
     annotate(cap_, end_);
   }
 
@@ -721,13 +750,13 @@ class DynArray {
     // The first reservation may have been granted smaller than default_max_size() (the
     // address-space budget, or a refusing OS): check again against what max_size() is now.
     if (n > max_size_) throw_length_error("reserve", n);
-    arena_.reserve(n * sizeof(T), populate);
+    arena_.reserve(bytes_for(n), populate);
     update_capacity();
   }
   bool try_grow_capacity(size_type n) noexcept {
     if (n > max_size() - size() || !try_ensure_reserved()) return false;
     if (n > max_size_ - size()) return false;  // the reservation came out smaller
-    if (!arena_.try_reserve((size() + n) * sizeof(T))) return false;
+    if (!arena_.try_reserve(bytes_for(size() + n))) return false;
     update_capacity();
     return true;
   }
@@ -746,18 +775,34 @@ class DynArray {
       for (T* p = old_end - n; p != old_end; ++p)
         construct_one(std::move(*p));
       std::move_backward(pos, old_end - n, old_end);
-      for (T* p = pos; p != pos + n; ++p, ++src)
-        *p = *src;
+      for (T* p = pos; p != pos + n; ++p) {
+        assign_from(*p, *src);
+        ++src;
+      }
     } else {
       Src rest = src;  // the new elements that go past the old end
       for (size_type k = 0; k < tail; ++k)
         ++rest;
-      for (size_type k = tail; k < n; ++k, ++rest)
+      for (size_type k = tail; k < n; ++k) {
         construct_one(*rest);
+        ++rest;
+      }
       for (T* p = pos; p != old_end; ++p)
         construct_one(std::move(*p));
-      for (T* p = pos; p != old_end; ++p, ++src)
-        *p = *src;
+      for (T* p = pos; p != old_end; ++p) {
+        assign_from(*p, *src);
+        ++src;
+      }
+    }
+  }
+  // *dst = value where T is assignable from it; otherwise (T only constructible from it, as
+  // insert requires) a T built from it is move-assigned.
+  template <class U>
+  static void assign_from(T& dst, U&& value) {
+    if constexpr (std::is_assignable_v<T&, U&&>) {
+      dst = std::forward<U>(value);
+    } else {
+      dst = T(std::forward<U>(value));
     }
   }
 
@@ -803,7 +848,7 @@ class DynArray {
 
   // Gives back what a failed operation committed, so capacity() is as before.
   void undo_commit(size_type old_capacity) noexcept {
-    (void)arena_.trim(old_capacity * sizeof(T));
+    (void)arena_.trim(bytes_for(old_capacity));
     update_capacity();
   }
 
