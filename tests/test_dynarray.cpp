@@ -205,8 +205,9 @@ TEST_SUITE("dynarray") {
     CHECK(a.front() == "delta");
     CHECK(a.data() == base);  // assigning never moves the array
 
-    // Past max_size: length_error before anything changes. A throwing copy: basic guarantee
-    // (the array is valid, every element built is destroyed exactly once).
+    // Past max_size: length_error before anything changes. A throwing copy, with room for the
+    // old and new elements together: the array exactly as before (the new ones are built past
+    // the old ones), every element built destroyed exactly once.
     Tracked::reset();
     {
       DynArray<Tracked> t(reservoir::max_elements(10));
@@ -215,16 +216,19 @@ TEST_SUITE("dynarray") {
       CHECK_THROWS_AS(t.assign(11, Tracked(7)), std::length_error);
       CHECK(t.size() == 4);
       CHECK(t[3].value == 3);
-      Tracked::throw_countdown = 3;  // the value, its copy, one element, then a throw
+      Tracked::throw_countdown = 3;  // the value, two elements, then a throw
       CHECK_THROWS_AS(t.assign(6, Tracked(9)), std::runtime_error);
       CHECK(Tracked::live() == static_cast<long long>(t.size()));
+      CHECK(t.size() == 4);
+      CHECK(t[3].value == 3);
       std::vector<Tracked> src(5, Tracked(5));
-      Tracked::throw_countdown = 2;  // two copies, then a throw: they stay
+      Tracked::throw_countdown = 2;  // two copies, then a throw: the old elements stay
       CHECK_THROWS_AS(t.assign(src.begin(), src.end()), std::runtime_error);
-      CHECK(t.size() == 2);
-      CHECK(t[1].value == 5);
+      CHECK(t.size() == 4);
+      CHECK(t[1].value == 1);
       t.assign(src.begin(), src.end());
       CHECK(t.size() == 5);
+      CHECK(t[4].value == 5);
     }
     CHECK(Tracked::live() == 0);
   }

@@ -360,51 +360,78 @@ class DynArray {
   // ---- assigning (replace every element; the reservation and its base stay) --------------------
 
   // Replaces the contents with count copies of value, or with the elements of [first, last), of
-  // init or of r.
-  // Strong guarantee when the new contents exceed capacity() (where std::vector reallocates and
-  // keeps the old contents on failure), T's move constructor is noexcept and the old and new
-  // elements fit in max_size() together: the new elements are built past the old ones, in the
-  // reservation, then the old ones are destroyed and the new ones moved down; a throw leaves the
-  // array exactly as it was, capacity() included. Otherwise memory for the new contents is
-  // committed first (when the length is known: forward iterators, ranges), so a length_error or a
-  // refused commit leaves the array unchanged, and if T's constructor or the iterator throws
-  // afterwards, or a single-pass input runs past max_size(), the array is valid and holds some of
-  // the new elements (basic guarantee, as std::vector). As with std::vector, the source must not
-  // refer to this array's own elements (assign(n, value) copies value first, so it may).
+  // init or of r. The source may be, or refer to, this array's own elements.
+  //
+  // Strong guarantee when T's move constructor is noexcept: if copying an element, walking the
+  // source or committing memory throws, size(), every element and capacity() are as before.
+  //   - When building the new elements cannot throw (T nothrow constructible from a contiguous
+  //     source's elements, or nothrow copy constructible for assign(count, value)), memory for
+  //     them is committed first and the old elements are replaced in place: no extra cost.
+  //   - Otherwise the new elements are built past the old ones, in this array's own
+  //     reservation; then the old ones are destroyed and the new ones moved down to the front
+  //     (a memmove for trivially copyable T). Cost: one move of each new element, and memory for
+  //     the old and the new elements together at the peak, which stays committed afterwards
+  //     (capacity() >= old size() + new size(); shrink_to_fit() returns it).
+  //   - A source made of this array's own contiguous elements (assign(begin() + 1, end())) is
+  //     kept by destroying the other elements and moving it to the front: no copy at all.
+  // Where that cannot hold:
+  //   - More new elements than max_size(): std::length_error, nothing changed.
+  //   - Old and new elements together exceed max_size(): the old elements are destroyed first
+  //     and the new ones built in their place, so a throw leaves the array empty, with
+  //     capacity() as before (basic guarantee). A single-pass input (its length unknown) that
+  //     runs into this does so when it reaches the end of the reservation: the new elements
+  //     built so far move to the front and the rest follow them. A source given by non-contiguous
+  //     iterators into this array's own elements must then not be used (they are destroyed).
+  //   - T's move constructor may throw: a throw while copying still leaves everything as before,
+  //     but if a move throws while the new elements move down, the array is left empty, with
+  //     capacity() as before (basic guarantee).
   void assign(size_type count, const T& value) {
-    const T copy(value);
-    reserve_populating(count, Arena::Populate::all);
-    clear();
-    resize(count, copy);
+    const T* const source = std::addressof(value);
+    if constexpr (std::is_nothrow_copy_constructible_v<T>) {
+      if (!holds(source)) {
+        if (count > max_size()) throw_length_error("assign", count);
+        reserve_populating(count, Arena::Populate::all);
+        clear();
+        annotate(end_, data_ + count);
+        std::uninitialized_fill_n(data_, count, value);
+        end_ = data_ + count;
+        return;
+      }
+    }
+    if (holds(source) && count <= max_size() && count > max_size() - size()) {
+      // The old elements are destroyed before the new ones are built: copy value out first.
+      const std::unique_ptr<const T> copy = std::make_unique<const T>(value);
+      assign_counted(count, detail::repeat_source<T>{copy.get()});
+    } else {
+      assign_counted(count, detail::repeat_source<T>{source});
+    }
   }
   template <class It, class S>
   requires detail::iterator_pair<It, S>
   void assign(It first, S last) {
-    if constexpr (detail::multi_pass<It>) {
-      const auto n = static_cast<size_type>(detail::pair_distance(first, last));
-      if constexpr (std::is_nothrow_move_constructible_v<T>) {
-        if (n > capacity() && !empty() && n <= max_size() - size()) {
-          const size_type old_size = size();
-          append_iterators(first, last);  // strong: on a throw, nothing changed
-          std::destroy(data_, data_ + old_size);
-          if constexpr (std::is_trivially_copyable_v<T>) {
-            std::memmove(static_cast<void*>(data_), data_ + old_size, n * sizeof(T));
-          } else {
-            for (size_type i = 0; i < n; ++i) {  // slot i is free: old, or a source moved earlier
-              std::construct_at(data_ + i, std::move(data_[old_size + i]));
-              std::destroy_at(data_ + old_size + i);
-            }
-          }
-          annotate(end_, data_ + n);
-          end_ = data_ + n;
-          return;
-        }
+    if constexpr (std::contiguous_iterator<It> && std::sized_sentinel_for<S, It> &&
+                  std::is_same_v<std::remove_cv_t<std::iter_value_t<It>>, T>) {
+      const auto n = static_cast<size_type>(last - first);
+      const T* const source = n == 0 ? nullptr : std::to_address(first);
+      if (n != 0 && holds(source)) {
+        keep_only(static_cast<size_type>(source - data_), n);
+        return;
       }
-      reserve_populating(n, Arena::Populate::all);
+      if constexpr (std::is_nothrow_constructible_v<T, std::iter_reference_t<It>>) {
+        if (n > max_size()) throw_length_error("assign", n);
+        reserve_populating(n, Arena::Populate::all);
+        clear();
+        annotate(end_, data_ + n);
+        if (n != 0) std::uninitialized_copy_n(source, n, data_);
+        end_ = data_ + n;
+        return;
+      }
     }
-    clear();
-    for (; first != last; ++first)
-      emplace_back(*first);
+    if constexpr (detail::multi_pass<It>) {
+      assign_counted(static_cast<size_type>(detail::pair_distance(first, last)), std::move(first));
+    } else {
+      assign_single_pass(std::move(first), std::move(last));
+    }
   }
   void assign(std::initializer_list<T> init) { assign(init.begin(), init.end()); }
   template <std::ranges::input_range R>
@@ -728,6 +755,110 @@ class DynArray {
       undo_commit(old_capacity);
       throw;
     }
+  }
+
+  // Whether p points at one of the elements.
+  bool holds(const T* p) const noexcept {
+    return !std::less<const T*>()(p, data_) && std::less<const T*>()(p, end_);
+  }
+
+  // assign() of n elements read from src (*src, ++src): built past the old elements when both fit
+  // in the reservation, in their place otherwise (see assign()).
+  template <class Src>
+  void assign_counted(size_type n, Src src) {
+    if (n > max_size()) throw_length_error("assign", n);
+    const size_type old_size = size();
+    const size_type old_capacity = capacity();
+    if (n <= max_size() - old_size) {
+      reserve_for_append(n);  // strong
+      try {
+        for (size_type k = 0; k < n; ++k) {
+          construct_one(*src);
+          ++src;
+        }
+      } catch (...) {
+        erase_tail(old_size);
+        undo_commit(old_capacity);
+        throw;
+      }
+      replace_front(old_size, old_capacity);
+    } else {
+      reserve_populating(n, Arena::Populate::all);  // strong
+      clear();
+      try {
+        for (size_type k = 0; k < n; ++k) {
+          construct_one(*src);
+          ++src;
+        }
+      } catch (...) {
+        clear();
+        undo_commit(old_capacity);
+        throw;
+      }
+    }
+  }
+
+  // assign() from a single-pass input: built past the old elements until the reservation ends
+  // (see assign()).
+  template <class It, class S>
+  void assign_single_pass(It first, S last) {
+    const size_type old_capacity = capacity();
+    size_type old = size();  // old elements still in front of the new ones
+    try {
+      for (; first != last; ++first) {
+        if (old != 0 && size() == max_size()) {
+          replace_front(old, old_capacity);
+          old = 0;
+        }
+        emplace_back(*first);
+      }
+    } catch (...) {
+      erase_tail(old);
+      undo_commit(old_capacity);
+      throw;
+    }
+    replace_front(old, old_capacity);
+  }
+
+  // The new contents were built past the first `old` elements: destroys those and moves the new
+  // ones down to the front.
+  void replace_front(size_type old, size_type old_capacity) {
+    std::destroy(data_, data_ + old);
+    move_down(old, old_capacity);
+  }
+  // Keeps only the elements [i, i + n) (n >= 1), moved to the front; destroys the others.
+  void keep_only(size_type i, size_type n) {
+    erase_tail(i + n);
+    std::destroy(data_, data_ + i);
+    move_down(i, capacity());
+  }
+  // [data_, data_ + gap) holds no live element, [data_ + gap, end_) the contents: moves them to
+  // the front. If T's move constructor throws, every element is destroyed and the commit undone
+  // down to old_capacity.
+  void move_down(size_type gap, size_type old_capacity) {
+    if (gap == 0) return;
+    const size_type n = size() - gap;
+    T* const from = data_ + gap;
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      if (n != 0) std::memmove(static_cast<void*>(data_), from, n * sizeof(T));
+    } else {
+      size_type k = 0;
+      try {
+        for (; k < n; ++k) {  // slot k is free: it held an old element, or a source moved earlier
+          std::construct_at(data_ + k, std::move(from[k]));
+          std::destroy_at(from + k);
+        }
+      } catch (...) {
+        std::destroy(data_, data_ + k);
+        std::destroy(from + k, end_);
+        annotate(end_, data_);
+        end_ = data_;
+        undo_commit(old_capacity);
+        throw;
+      }
+    }
+    annotate(end_, data_ + n);
+    end_ = data_ + n;
   }
 
   size_type count_checked(size_type count) const {
