@@ -194,6 +194,20 @@ class DynArray {
     append_iterators(first, last);
   }
 
+#if defined(__cpp_lib_containers_ranges)
+  // The elements of r (C++23 std::from_range), on the default reservation or on the one given.
+  template <std::ranges::input_range R>
+  requires std::constructible_from<T, std::ranges::range_reference_t<R>>
+  DynArray(std::from_range_t, R&& r) { append_range(std::forward<R>(r)); }
+  template <std::ranges::input_range R, class Limit>
+  requires std::constructible_from<T, std::ranges::range_reference_t<R>> &&
+      (std::same_as<Limit, max_elements> || std::same_as<Limit, max_bytes>)
+  DynArray(std::from_range_t, R&& r, Limit limit, ArenaOptions options = {})
+      : DynArray(limit, options) {
+    append_range(std::forward<R>(r));
+  }
+#endif
+
   DynArray(DynArray&& other) noexcept { steal(other); }
   // Steals other's elements first, then destroys the old ones: other may be owned by one of them
   // (a tree node assigned its own child's children), so destroying first would free it.
