@@ -313,9 +313,9 @@ TEST_SUITE("conformance_hostile") {
   TEST_CASE_TEMPLATE("an element constructible but not assignable from the source", V,
                      CONFORMANCE_TYPES(hostile::FromInt)) {
     // insert(pos, first, last) needs T constructible from *first, and move assignment of T for a
-    // middle insert ([sequence.reqmts]); never assignment from *first. libstdc++ 12 and libc++
-    // before 17 assign from *first in a middle insert (std::copy), so std::vector does not
-    // compile these calls there: they run on DynArray only.
+    // middle insert ([sequence.reqmts]); never assignment from *first. libstdc++ 12 and libc++ 14
+    // assign from *first in a middle insert (std::copy), so their std::vector does not compile
+    // these calls: they run on DynArray only.
     int ints3[] = {1, 2, 3};
     if constexpr (std::is_same_v<V, reservoir::DynArray<hostile::FromInt>>) {
       V a;

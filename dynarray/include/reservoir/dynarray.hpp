@@ -696,8 +696,8 @@ class DynArray {
     for (std::size_t bytes = default_reservation_size(kDefaultReserveBytes);
          bytes >= kMinDefaultReserveBytes; bytes /= 2) {
       if (bytes / sizeof(T) == 0) break;
-      if (std::optional<Arena> a = Arena::create(
-              bytes / sizeof(T) * sizeof(T) + detail::kAlignmentSlack<T>, {}, ec)) {
+      if (std::optional<Arena> a =
+              Arena::create(bytes / sizeof(T) * sizeof(T) + detail::kAlignmentSlack<T>, {}, ec)) {
         *max_size = bytes / sizeof(T);
         return a;
       }

@@ -22,8 +22,9 @@ inline constexpr std::size_t kMaxElementAlignment = std::size_t{2} << 20;
 
 // Bytes reserved beyond the elements so that an aligned start always fits.
 template <class T>
-inline constexpr std::size_t kAlignmentSlack =
-    alignof(T) > kMinBaseAlignment ? alignof(T) - kMinBaseAlignment : 0;
+inline constexpr std::size_t kAlignmentSlack = alignof(T) > kMinBaseAlignment
+                                                   ? alignof(T) - kMinBaseAlignment
+                                                   : 0;
 
 // Bytes from a reservation's base to its first element.
 template <class T>
