@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <memory>
 #include <ranges>
+#include <span>
 #include <utility>
 
 #include "conformance.hpp"
@@ -247,7 +248,9 @@ void every_member() {
     CHECK(b < a);
     CHECK(a > b);
     CHECK(a <= a);
-    CHECK((a <=> b) > 0);
+    if constexpr (requires { a <=> b; }) {  // libc++ before 17: vector has no <=>
+      CHECK((a <=> b) > 0);
+    }
   }
 
   // Uniform erasure (std::erase for std::vector, reservoir::erase for DynArray: ADL).
@@ -322,8 +325,8 @@ TEST_SUITE("conformance_hostile") {
       a.insert(a.end(), ints3, ints3 + 3);
       a.insert(a.begin() + 1, ints3, ints3 + 2);
       a.insert(a.begin(), std::begin(ints3), std::end(ints3));
-      a.insert_range(a.end(), std::views::all(ints3));
-      a.insert_range(a.begin() + 2, std::views::all(ints3));
+      a.insert_range(a.end(), std::span<int>(ints3));
+      a.insert_range(a.begin() + 2, std::span<int>(ints3));
       CHECK(ints(a) == std::vector<int>{1, 2, 1, 2, 3, 3, 1, 1, 2, 2, 3, 1, 2, 3});
     }
     V b(ints3, ints3 + 3);  // (assign(first, last) requires assignment from *first: not called)
