@@ -2,8 +2,11 @@
 // nothing moves; failures under contention leave every published element intact.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -101,6 +104,74 @@ void check_empty_unreserved(A& a) {
   a = std::move(moved);
   CHECK(a.max_size() == 0);
 }
+
+// Element types that take the container's code at its word (as in tests/conformance/hostile.cpp).
+struct Amp {
+  int v = 0;
+  Amp() = default;
+  explicit Amp(int x) noexcept : v(x) {}
+  int operator&() const { return 0; }
+};
+struct Comma {
+  int v = 0;
+  Comma() = default;
+  explicit Comma(int x) noexcept : v(x) {}
+  template <class A, class B>
+  friend void operator,(A&&, B&&) = delete;
+};
+struct MayThrow {  // a constructor that may throw: built aside, then moved in
+  int v = 0;
+  MayThrow() = default;
+  explicit MayThrow(int x) noexcept(false) : v(x) {}
+};
+
+// Every member of ConcurrentDynArray<T>, from one thread.
+template <class T>
+void every_member() {
+  using A = ConcurrentDynArray<T>;
+  A a(reservoir::max_elements(64));
+  A b(reservoir::max_bytes(64 * sizeof(T)), reservoir::ArenaOptions{});
+  A empty;
+  const T one(1);
+  CHECK(a.push_back(one) == 0);
+  CHECK(a.push_back(T(2)) == 1);
+  CHECK(a.emplace_back(3) == 2);
+  CHECK(a.emplace_back_with([](std::size_t i) noexcept { return T(static_cast<int>(i) + 1); }) ==
+        3);
+  CHECK(a.try_emplace_back(5) == std::optional<std::size_t>(4));
+  const T block[] = {T(6), T(7)};
+  CHECK(a.append_range(block) == 5);  // contiguous: in place
+  std::deque<T> aside;  // not contiguous: built aside, then moved into the block
+  aside.emplace_back(8);
+  CHECK(a.append_range(aside) == 7);
+  {
+    auto w = a.writer();
+    w.push_back(one);
+    w.push_back(T(9));
+    w.emplace_back(10);
+    CHECK(w.buffered() == 3);
+    CHECK(w.flush() == 8);
+  }
+  CHECK(a.size() == 11);
+  CHECK(!a.empty());
+  CHECK(a.capacity() >= a.size());
+  CHECK(a.max_size() == 64);
+  CHECK(a[2].v == 3);
+  CHECK(a.at(10).v == 10);
+  CHECK(a.published().size() == 11);
+  CHECK(a.data()[7].v == 8);
+  const A& ca = a;
+  CHECK(ca[4].v == 5);
+  b = std::move(a);
+  A c(std::move(b));
+  swap(c, empty);
+  CHECK(empty.size() == 11);
+  CHECK(c.max_size() == 0);
+  A& self = empty;
+  empty = std::move(self);  // self move-assignment keeps the elements
+  CHECK(empty[0].v == 1);
+}
+
 }  // namespace
 
 TEST_SUITE("concurrent") {
@@ -1029,5 +1100,68 @@ TEST_SUITE("concurrent") {
     a = ConcurrentDynArray<std::uint64_t>{reservoir::max_elements(10)};  // reusable
     a.push_back(1);
     CHECK(a.size() == 1);
+  }
+
+  TEST_CASE("hostile element types: every member compiles and behaves") {
+    every_member<Amp>();
+    every_member<Comma>();
+    every_member<MayThrow>();
+  }
+
+  TEST_CASE("a 16 MiB element is appended without a copy on the stack") {
+    // A thread's default stack is 8 MiB: a 16 MiB value built or copied on it would crash.
+    struct Big {
+      std::array<unsigned char, 16 << 20> b;
+    };
+    struct BigMayThrow {
+      std::array<unsigned char, 16 << 20> b;
+      BigMayThrow() noexcept(false) { b[0] = 7; }
+    };
+    std::size_t sizes[3] = {};
+    std::thread t([&] {
+      ConcurrentDynArray<Big> a(reservoir::max_elements(8));
+      a.emplace_back();
+      const auto value = std::make_unique<Big>();
+      value->b[1] = 9;
+      a.push_back(*value);
+      (void)a.try_emplace_back(*value);
+      a.emplace_back_with([](std::size_t) noexcept { return Big{}; });
+      sizes[0] = a.size();
+      sizes[1] = a[1].b[1];
+      ConcurrentDynArray<BigMayThrow> m(reservoir::max_elements(2));
+      m.emplace_back();  // built on the heap, then moved into its slot
+      (void)m.try_emplace_back();
+      sizes[2] = m.size() * 10 + m[1].b[0];
+    });
+    t.join();
+    CHECK(sizes[0] == 4);
+    CHECK(sizes[1] == 9);
+    CHECK(sizes[2] == 27);
+  }
+
+  TEST_CASE("elements aligned past a page, and to a cache line") {
+    struct alignas(8192) Page2 {
+      int v = 0;
+    };
+    struct alignas(64) Line {
+      int v = 0;
+    };
+    auto aligned = [](const auto& a) {
+      using E = typename std::remove_cvref_t<decltype(a)>::value_type;
+      return reinterpret_cast<std::uintptr_t>(a.data()) % alignof(E) == 0;
+    };
+    ConcurrentDynArray<Page2> p(reservoir::max_elements(64));
+    for (int i = 0; i < 40; ++i)
+      p.push_back(Page2{i});
+    CHECK(aligned(p));
+    CHECK(reinterpret_cast<std::uintptr_t>(&p[39]) % 8192 == 0);
+    ConcurrentDynArray<Page2> moved(std::move(p));
+    CHECK(aligned(moved));
+    CHECK(moved[39].v == 39);
+    ConcurrentDynArray<Line> l(reservoir::max_elements(10'000));
+    for (int i = 0; i < 5000; ++i)
+      l.push_back(Line{i});
+    CHECK(aligned(l));
+    CHECK(l[4999].v == 4999);
   }
 }

@@ -148,6 +148,13 @@ void fill_to_capacity(DynArray<T>& a) {
     a.emplace_back(make<T>(a.size()));
 }
 
+// An ADL operator, that matches any operands and is deleted.
+struct Comma {
+  int v = 0;
+  template <class A, class B>
+  friend void operator,(A&&, B&&) = delete;
+};
+
 }  // namespace
 
 TEST_SUITE("dynarray") {
@@ -205,8 +212,9 @@ TEST_SUITE("dynarray") {
     CHECK(a.front() == "delta");
     CHECK(a.data() == base);  // assigning never moves the array
 
-    // Past max_size: length_error before anything changes. A throwing copy: basic guarantee
-    // (the array is valid, every element built is destroyed exactly once).
+    // Past max_size: length_error before anything changes. A throwing copy, with room for the
+    // old and new elements together: the array exactly as before (the new ones are built past
+    // the old ones), every element built destroyed exactly once.
     Tracked::reset();
     {
       DynArray<Tracked> t(reservoir::max_elements(10));
@@ -215,16 +223,19 @@ TEST_SUITE("dynarray") {
       CHECK_THROWS_AS(t.assign(11, Tracked(7)), std::length_error);
       CHECK(t.size() == 4);
       CHECK(t[3].value == 3);
-      Tracked::throw_countdown = 3;  // the value, its copy, one element, then a throw
+      Tracked::throw_countdown = 3;  // the value, two elements, then a throw
       CHECK_THROWS_AS(t.assign(6, Tracked(9)), std::runtime_error);
       CHECK(Tracked::live() == static_cast<long long>(t.size()));
+      CHECK(t.size() == 4);
+      CHECK(t[3].value == 3);
       std::vector<Tracked> src(5, Tracked(5));
-      Tracked::throw_countdown = 2;  // two copies, then a throw: they stay
+      Tracked::throw_countdown = 2;  // two copies, then a throw: the old elements stay
       CHECK_THROWS_AS(t.assign(src.begin(), src.end()), std::runtime_error);
-      CHECK(t.size() == 2);
-      CHECK(t[1].value == 5);
+      CHECK(t.size() == 4);
+      CHECK(t[1].value == 1);
       t.assign(src.begin(), src.end());
       CHECK(t.size() == 5);
+      CHECK(t[4].value == 5);
     }
     CHECK(Tracked::live() == 0);
   }
@@ -1012,4 +1023,185 @@ TEST_SUITE("dynarray") {
     CHECK(a.size() == source.size());
     CHECK(a[0].value == 9);
   }
+
+  TEST_CASE("element types overloading operator& or operator, and constructible-only sources") {
+    struct Amp {
+      int v = 0;
+      int operator&() const { return 0; }
+    };
+    DynArray<Amp> q(3);
+    q.insert(q.begin() + 1, 2, Amp{5});
+    CHECK(q.size() == 5);
+    CHECK(q[2].v == 5);
+    DynArray<Amp> other;
+    other = q;  // copy and move assignment compare addresses
+    other = std::move(q);
+    CHECK(other.size() == 5);
+
+    const Comma src[] = {{1}, {2}, {3}, {4}};
+    DynArray<Comma> c(3);
+    c.insert(c.begin() + 1, src, src + 4);  // shifts: fewer later elements than new ones
+    c.insert(c.begin() + 6, src, src + 1);  // shifts: more later elements than new ones
+    c.insert(c.begin() + 1, 2, src[3]);
+    CHECK(c.size() == 10);
+    CHECK(c[1].v == 4);
+    CHECK(c[3].v == 1);
+
+    struct W {
+      W(int x) : n(x) {}  // NOLINT: implicit, built from the ints below
+      int n;
+
+     private:
+      void operator=(int);
+    };
+    int a[] = {1, 2, 3};
+    DynArray<W> w;
+    w.insert(w.end(), a, a + 3);
+    w.insert(w.begin() + 1, a, a + 3);  // a middle insert builds a W and move-assigns it
+    w.insert_range(w.end(), std::span<int>(a));
+    CHECK(w.size() == 9);
+    CHECK(w[1].n == 1);
+    CHECK(w[4].n == 2);
+    CHECK(w[8].n == 3);
+  }
+
+  TEST_CASE("every assignment whose copy throws keeps size, elements and capacity") {
+    auto values = [](const DynArray<CopyThrows>& x) {
+      std::vector<int> out;
+      for (const CopyThrows& e : x)
+        out.push_back(e.value);
+      return out;
+    };
+    // assign(count, value) past capacity(): the old contents stay.
+    {
+      DynArray<CopyThrows> v(3, CopyThrows(1));
+      const std::size_t capacity = v.capacity();
+      CopyThrows::countdown = 2;
+      CHECK_THROWS_AS(v.assign(capacity + 10, CopyThrows(2)), std::runtime_error);
+      CopyThrows::countdown = -1;
+      CHECK(values(v) == std::vector<int>{1, 1, 1});
+      CHECK(v.capacity() == capacity);
+    }
+    // Into an empty array, past capacity(): it stays empty, capacity() as before.
+    {
+      const std::vector<CopyThrows> big(5000, CopyThrows(3));
+      DynArray<CopyThrows> v;
+      v.reserve(10);
+      const std::size_t capacity = v.capacity();
+      CopyThrows::countdown = 1000;
+      CHECK_THROWS_AS(v.assign(big.begin(), big.end()), std::runtime_error);
+      CHECK(v.empty());
+      CHECK(v.capacity() == capacity);
+      DynArray<CopyThrows> source(big.begin(), big.end());
+      CopyThrows::countdown = 1000;
+      CHECK_THROWS_AS(v = source, std::runtime_error);
+      CopyThrows::countdown = -1;
+      CHECK(v.empty());
+      CHECK(v.capacity() == capacity);
+    }
+    // New contents that fit in capacity(): v stays whole (they were written over the old ones).
+    {
+      DynArray<CopyThrows> v(3, CopyThrows(4));
+      const DynArray<CopyThrows> six(6, CopyThrows(5));
+      REQUIRE(six.size() <= v.capacity());
+      const std::size_t capacity = v.capacity();
+      for (int k = 0; k < 6; ++k) {
+        CAPTURE(k);
+        CopyThrows::countdown = k;
+        CHECK_THROWS_AS(v = six, std::runtime_error);
+        CopyThrows::countdown = k;
+        CHECK_THROWS_AS(v.assign(six.begin(), six.end()), std::runtime_error);
+        CopyThrows::countdown = k;
+        CHECK_THROWS_AS(v.assign({CopyThrows(6), CopyThrows(6), CopyThrows(6), CopyThrows(6),
+                                  CopyThrows(6), CopyThrows(6)}),
+                        std::runtime_error);
+        CopyThrows::countdown = k;
+        CHECK_THROWS_AS(v.assign(6, six[0]), std::runtime_error);
+        CopyThrows::countdown = -1;
+        CHECK(values(v) == std::vector<int>{4, 4, 4});
+        CHECK(v.capacity() == capacity);
+      }
+      v = six;
+      CHECK(values(v) == std::vector<int>{5, 5, 5, 5, 5, 5});
+    }
+  }
+
+  TEST_CASE("assign from the array's own elements reads only live ones") {
+    // Long strings: a read of a destroyed one is a use-after-free under AddressSanitizer.
+    auto s = [](int i) { return std::string(40, static_cast<char>('a' + i)); };
+    DynArray<std::string> v{s(0), s(1), s(2), s(3)};
+    v.assign(v.begin() + 1, v.end());
+    CHECK(v == DynArray<std::string>{s(1), s(2), s(3)});
+    v.assign(v.begin(), v.begin() + 2);
+    CHECK(v == DynArray<std::string>{s(1), s(2)});
+    v.assign(v.begin() + 1, v.begin() + 2);
+    CHECK(v == DynArray<std::string>{s(2)});
+    v = {s(0), s(1), s(2), s(3)};
+    v.assign(v.rbegin(), v.rend() - 1);  // not contiguous: built past the old ones
+    CHECK(v == DynArray<std::string>{s(3), s(2), s(1)});
+    v.assign(5, v[1]);
+    CHECK(v == DynArray<std::string>(5, s(2)));
+    v = {s(0), s(1), s(2), s(3)};
+    v.assign_range(std::span<const std::string>(v.data() + 2, 2));
+    CHECK(v == DynArray<std::string>{s(2), s(3)});
+    // A full reservation (no room for old and new together): still correct.
+    DynArray<std::string> full(reservoir::max_elements(4));
+    full.assign({s(0), s(1), s(2), s(3)});
+    full.assign(full.begin() + 1, full.end() - 1);
+    CHECK(full == DynArray<std::string>{s(1), s(2)});
+    full.assign({s(0), s(1), s(2), s(3)});
+    full.assign(3, full[3]);
+    CHECK(full == DynArray<std::string>(3, s(3)));
+  }
+
+  TEST_CASE("elements aligned past a page, and to a cache line") {
+    struct alignas(8192) Page2 {
+      int v = 0;
+    };
+    struct alignas(64) Line {
+      int v = 0;
+    };
+    auto aligned = [](const auto& a) {
+      using E = typename std::remove_cvref_t<decltype(a)>::value_type;
+      return reinterpret_cast<std::uintptr_t>(a.data()) % alignof(E) == 0;
+    };
+    DynArray<Page2> p(reservoir::max_elements(100));
+    for (int i = 0; i < 20; ++i)
+      p.push_back(Page2{i});
+    CHECK(aligned(p));
+    CHECK(p[19].v == 19);
+    CHECK(reinterpret_cast<std::uintptr_t>(&p[19]) % 8192 == 0);
+    DynArray<Page2> copy(p);
+    CHECK(aligned(copy));
+    CHECK(copy[19].v == 19);
+    DynArray<Page2> moved(std::move(copy));
+    CHECK(aligned(moved));
+    DynArray<Page2> defaulted;  // the default reservation, made at the first growth
+    defaulted.resize(40);
+    CHECK(aligned(defaulted));
+    defaulted = p;
+    CHECK(aligned(defaulted));
+    defaulted.shrink_to_fit();
+    CHECK(defaulted.capacity() >= defaulted.size());
+    CHECK(defaulted[19].v == 19);
+
+    DynArray<Line> l;
+    for (int i = 0; i < 1000; ++i)
+      l.push_back(Line{i});
+    CHECK(aligned(l));
+    DynArray<Line> lcopy = l.clone();
+    CHECK(aligned(lcopy));
+    CHECK(lcopy[999].v == 999);
+  }
+
+#if defined(__cpp_lib_containers_ranges)
+  TEST_CASE("the from_range constructor") {
+    const std::vector<int> src{1, 2, 3};
+    DynArray<int> a(std::from_range, src);
+    CHECK(a == DynArray<int>{1, 2, 3});
+    DynArray<long> b(std::from_range, src | std::views::reverse, reservoir::max_elements(10));
+    CHECK(b == DynArray<long>{3, 2, 1});
+    CHECK(b.max_size() == 10);
+  }
+#endif
 }

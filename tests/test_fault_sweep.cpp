@@ -7,7 +7,11 @@
 
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <iterator>
+#include <numeric>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include <reservoir/reservoir.hpp>
@@ -326,6 +330,102 @@ std::uint64_t arena_sequence(std::uint32_t seed) {
   return ops;
 }
 
+// An element whose copy throws when the armed countdown reaches 0; moves never throw, so every
+// assignment owes the strong guarantee. 512 bytes, so a page holds 8 and small sources already
+// exceed capacity().
+struct CopyBomb {
+  static inline long long live = 0;
+  static inline long long countdown = -1;  // -1: never
+  int value = 0;
+  unsigned char pad[508] = {};
+  explicit CopyBomb(int v) noexcept : value(v) { ++live; }
+  CopyBomb(const CopyBomb& o) : value(o.value) {
+    if (countdown >= 0 && countdown-- == 0) throw std::runtime_error("CopyBomb");
+    ++live;
+  }
+  CopyBomb(CopyBomb&& o) noexcept : value(o.value) { ++live; }
+  CopyBomb& operator=(const CopyBomb& o) {
+    if (countdown >= 0 && countdown-- == 0) throw std::runtime_error("CopyBomb");
+    value = o.value;
+    return *this;
+  }
+  CopyBomb& operator=(CopyBomb&& o) noexcept {
+    value = o.value;
+    return *this;
+  }
+  ~CopyBomb() { --live; }
+};
+
+// The states an assignment starts from.
+enum class AssignStart { empty_default, empty_reserved, partial, full };
+
+DynArray<CopyBomb> assign_start(AssignStart start) {
+  if (start == AssignStart::empty_default) return DynArray<CopyBomb>();
+  DynArray<CopyBomb> a(reservoir::max_elements(400), small_steps());
+  a.reserve(3);
+  if (start == AssignStart::partial) {
+    for (int i = 0; i < 3; ++i)
+      a.emplace_back(100 + i);
+  } else if (start == AssignStart::full) {
+    for (int i = 0; a.size() < a.capacity(); ++i)
+      a.emplace_back(100 + i);
+  }
+  return a;
+}
+
+std::vector<int> values_of(const DynArray<CopyBomb>& a) {
+  std::vector<int> out;
+  for (const CopyBomb& e : a)
+    out.push_back(e.value);
+  return out;
+}
+
+// A single-pass input iterator over CopyBombs.
+struct BombInput {
+  using value_type = CopyBomb;
+  using difference_type = std::ptrdiff_t;
+  using iterator_category = std::input_iterator_tag;
+  const CopyBomb* p = nullptr;
+  const CopyBomb& operator*() const { return *p; }
+  BombInput& operator++() {
+    ++p;
+    return *this;
+  }
+  void operator++(int) { ++p; }
+  friend bool operator==(const BombInput& a, const BombInput& b) { return a.p == b.p; }
+};
+static_assert(std::input_iterator<BombInput> && !std::forward_iterator<BombInput>);
+
+// Runs `assign` on a fresh array in `start` with the k-th copy throwing, for k = 0, 1, ... until
+// it succeeds: every throw leaves size(), the elements and capacity() as before and leaks
+// nothing; the success leaves `expected`. Returns the number of throws seen.
+template <class Assign>
+long long sweep_copies(AssignStart start, const std::vector<int>& expected, Assign assign) {
+  for (long long k = 0;; ++k) {
+    CAPTURE(k);
+    DynArray<CopyBomb> a = assign_start(start);
+    const std::vector<int> before = values_of(a);
+    const std::size_t capacity = a.capacity();
+    const long long live = CopyBomb::live;
+    CopyBomb::countdown = k;
+    bool threw = false;
+    try {
+      assign(a);
+    } catch (const std::runtime_error&) {
+      threw = true;
+    }
+    CopyBomb::countdown = -1;
+    if (!threw) {
+      REQUIRE(values_of(a) == expected);
+      return k;
+    }
+    REQUIRE(values_of(a) == before);
+    REQUIRE(a.capacity() == capacity);
+    REQUIRE(CopyBomb::live == live);
+    REQUIRE(k < 100'000);
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("fault_sweep") {
@@ -381,5 +481,56 @@ TEST_SUITE("fault_sweep") {
       const SweepTotals t = sweep("Arena", [seed] { return arena_sequence(seed); });
       CHECK(t.injected > 20);
     }
+  }
+
+  TEST_CASE("every assignment, from every state, with every copy throwing: strong guarantee") {
+    CopyBomb::live = 0;
+    long long throws = 0;
+    for (AssignStart start : {AssignStart::empty_default, AssignStart::empty_reserved,
+                              AssignStart::partial, AssignStart::full}) {
+      CAPTURE(static_cast<int>(start));
+      const std::size_t capacity = assign_start(start).capacity();
+      // A source smaller than the capacity (or than the old contents) and one larger.
+      for (std::size_t n : {std::size_t{2}, capacity + 5}) {
+        CAPTURE(n);
+        std::vector<CopyBomb> source;
+        std::vector<int> expected;
+        for (std::size_t i = 0; i < n; ++i) {
+          source.emplace_back(static_cast<int>(i));
+          expected.push_back(static_cast<int>(i));
+        }
+        const DynArray<CopyBomb> source_array(source.begin(), source.end());
+        const std::deque<CopyBomb> source_deque(source.begin(), source.end());
+        throws += sweep_copies(start, std::vector<int>(n, 0),
+                               [&](DynArray<CopyBomb>& a) { a.assign(n, source[0]); });
+        throws += sweep_copies(start, expected, [&](DynArray<CopyBomb>& a) {
+          a.assign(source.begin(), source.end());
+        });
+        throws += sweep_copies(start, expected, [&](DynArray<CopyBomb>& a) {
+          a.assign(BombInput{source.data()}, BombInput{source.data() + n});
+        });
+        throws += sweep_copies(start, expected,
+                               [&](DynArray<CopyBomb>& a) { a.assign_range(source_deque); });
+        throws += sweep_copies(start, expected, [&](DynArray<CopyBomb>& a) { a = source_array; });
+        throws += sweep_copies(start, expected, [&](DynArray<CopyBomb>& a) {
+          DynArray<CopyBomb> moved(source_array);  // may throw: a stays as it was
+          a = std::move(moved);
+        });
+      }
+      // The initializer-list forms: 12 elements, more than one page holds.
+      std::vector<int> twelve(12);
+      std::iota(twelve.begin(), twelve.end(), 0);
+      throws += sweep_copies(start, twelve, [](DynArray<CopyBomb>& a) {
+        a.assign({CopyBomb(0), CopyBomb(1), CopyBomb(2), CopyBomb(3), CopyBomb(4), CopyBomb(5),
+                  CopyBomb(6), CopyBomb(7), CopyBomb(8), CopyBomb(9), CopyBomb(10), CopyBomb(11)});
+      });
+      throws += sweep_copies(start, twelve, [](DynArray<CopyBomb>& a) {
+        a = {CopyBomb(0), CopyBomb(1), CopyBomb(2), CopyBomb(3), CopyBomb(4),  CopyBomb(5),
+             CopyBomb(6), CopyBomb(7), CopyBomb(8), CopyBomb(9), CopyBomb(10), CopyBomb(11)};
+      });
+    }
+    CHECK(throws > 500);
+    CHECK(CopyBomb::live == 0);
+    std::printf("fault sweep assignments         : %lld throwing copies checked\n", throws);
   }
 }

@@ -4,11 +4,13 @@
 #include <reservoir/detail/concurrent_core.hpp>
 
 #include <bit>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 #include <utility>
 
+#include <reservoir/detail/alignment.hpp>
 #include <reservoir/pal.hpp>
 
 namespace reservoir::detail {
@@ -21,12 +23,14 @@ ArenaOptions fresh(ArenaOptions o) noexcept {
   return o;
 }
 
-std::size_t checked(std::size_t max_size, std::size_t element_size) {
+// The bytes to reserve for max_size slots whose first is aligned to `alignment`.
+std::size_t data_bytes(std::size_t max_size, std::size_t element_size, std::size_t alignment) {
   if (max_size == 0) throw std::invalid_argument("reservoir::ConcurrentDynArray: max_size 0");
-  if (max_size > static_cast<std::size_t>(-1) / element_size) {
+  const std::size_t slack = alignment > kMinBaseAlignment ? alignment - kMinBaseAlignment : 0;
+  if (max_size > (static_cast<std::size_t>(-1) - slack) / element_size) {
     throw std::length_error("reservoir::ConcurrentDynArray: max_size overflows");
   }
-  return max_size;
+  return max_size * element_size + slack;
 }
 
 // commit_lock_ as a lock: held for one commit step (up to a few milliseconds); waiters yield.
@@ -47,11 +51,15 @@ class CommitLock {
 
 }  // namespace
 
-ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, ArenaOptions options)
-    : data_arena_(checked(max_size, element_size) * element_size, options),
+ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_type alignment,
+                               ArenaOptions options)
+    : data_arena_(data_bytes(max_size, element_size, alignment), options),
       ready_arena_(max_size, fresh(options)),
       max_size_(max_size) {
   ready_ = reinterpret_cast<unsigned char*>(ready_arena_.base());
+  const auto base = reinterpret_cast<std::uintptr_t>(data_arena_.base());
+  data_offset_ = static_cast<std::uint32_t>(alignment > kMinBaseAlignment ? -base & (alignment - 1)
+                                                                            : 0);
   if (pal::process_barrier_supported()) mode_.store(kSolo, std::memory_order_relaxed);
 }
 
@@ -60,6 +68,7 @@ void ConcurrentCore::take(ConcurrentCore& other) noexcept {
   ready_arena_ = std::move(other.ready_arena_);
   max_size_ = std::exchange(other.max_size_, 0);
   ready_ = std::exchange(other.ready_, nullptr);
+  data_offset_ = std::exchange(other.data_offset_, 0);
   claimed_.store(other.claimed_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
   published_.store(other.published_.exchange(0, std::memory_order_relaxed),
                    std::memory_order_relaxed);
@@ -140,8 +149,9 @@ void ConcurrentCore::commit_slots(size_type element_size, size_type i, size_type
   if (i > max_size_ || n > max_size_ - i) throw_full();
   // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
   // from fresh or decommitted memory, so they read as zero (not ready).
-  data_arena_.commit((i + n) * element_size);  // strong guarantee on failure
-  const size_type data_cap = (std::min)(data_arena_.committed() / element_size, max_size_);
+  data_arena_.commit(data_offset_ + (i + n) * element_size);  // strong guarantee on failure
+  const size_type data_cap =
+      (std::min)((data_arena_.committed() - data_offset_) / element_size, max_size_);
   // The marks are written only when blocks finish out of order, so while one thread appends
   // alone their pages are never touched and cost no RAM and no faults: commit them without
   // prefault. Once a block has finished out of order, more marks will be written, and the new

@@ -44,9 +44,11 @@
 //     append_range is all-or-nothing; a Writer's flush appends as many of its buffered elements
 //     as fit, oldest first, keeps the rest and then throws std::length_error (on
 //     OsAllocationError or std::system_error it keeps them all).
-//   - A throwing constructor claims nothing: the array's appends construct the value (or, for
-//     append_range, the block aside) before claiming and move it into its slot (T must be nothrow
-//     move constructible); a Writer constructs into its buffer, which keeps what it held.
+//   - A throwing constructor claims nothing: a constructor that cannot throw runs in the claimed
+//     slot; one that may throw runs before the claim, on a value built aside (on the stack, or on
+//     the heap past kMaxStackValueBytes; for append_range, a block built aside) that is then moved
+//     into the slot (T must be nothrow move constructible); a Writer constructs into its buffer,
+//     which keeps what it held.
 //   - Default construction, moves, swaps and destruction are not concurrent operations: no other
 //     thread may use the arrays involved meanwhile, and no Writer may be alive for them. A
 //     default-constructed or moved-from array has no reservation and max_size() 0 (appends throw
@@ -90,6 +92,7 @@
 #include <vector>
 
 #include <reservoir/arena.hpp>
+#include <reservoir/detail/alignment.hpp>
 #include <reservoir/detail/concurrent_core.hpp>
 #include <reservoir/max_size.hpp>
 
@@ -107,7 +110,9 @@ class ConcurrentDynArray {
   static_assert(std::is_nothrow_move_constructible_v<T>,
                 "ConcurrentDynArray<T> moves the new value into its slot after claiming it: T "
                 "must be nothrow move constructible");
-  static_assert(alignof(T) <= 4096, "elements are aligned to at most 4096 bytes");
+  static_assert(alignof(T) <= detail::kMaxElementAlignment,
+                "ConcurrentDynArray<T> supports element alignments up to 2 MiB "
+                "(detail/alignment.hpp)");
   static_assert(detail::kByteAtomicsLockFree, "ready marks are one lock-free byte each");
 
  public:
@@ -117,7 +122,7 @@ class ConcurrentDynArray {
   // Reserves room for exactly `limit.count` elements (max_bytes: as many whole elements as fit in
   // `limit.bytes`) and their ready bytes. Errors as DynArray's.
   explicit ConcurrentDynArray(max_elements limit, ArenaOptions options = {})
-      : core_(limit.count, sizeof(T), options) {}
+      : core_(limit.count, sizeof(T), alignof(T), options) {}
   explicit ConcurrentDynArray(max_bytes limit, ArenaOptions options = {})
       : ConcurrentDynArray(max_elements(limit.bytes / sizeof(T)), options) {}
 
@@ -130,7 +135,7 @@ class ConcurrentDynArray {
   // array meanwhile. Element addresses stay valid (they now belong to the destination).
   ConcurrentDynArray(ConcurrentDynArray&& other) noexcept { core_.take(other.core_); }
   ConcurrentDynArray& operator=(ConcurrentDynArray&& other) noexcept {
-    if (this != &other) {
+    if (this != std::addressof(other)) {
       destroy_all();
       core_.take(other.core_);
     }
@@ -149,13 +154,29 @@ class ConcurrentDynArray {
   // Appends; returns the new element's index. Thread-safe. Throws std::length_error when the
   // reservation is full, OsAllocationError when the OS refuses to commit, std::system_error when
   // it refuses the barrier that ends solo mode; nothing is added then.
+  // The element is constructed in its slot when that cannot throw; otherwise it is built first
+  // (on the stack, or on the heap when larger than kMaxStackValueBytes) and moved in, so a throw
+  // claims nothing.
   template <class... Args>
   size_type emplace_back(Args&&... args) {
-    T value(std::forward<Args>(args)...);  // may throw: nothing claimed yet
-    const size_type i = claim();           // may throw: nothing claimed
-    std::construct_at(slots() + i, std::move(value));
-    publish(i);
-    return i;
+    if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
+      const size_type i = claim();  // may throw: nothing claimed
+      std::construct_at(slots() + i, std::forward<Args>(args)...);
+      publish(i);
+      return i;
+    } else if constexpr (sizeof(T) <= kMaxStackValueBytes) {
+      T value(std::forward<Args>(args)...);  // may throw: nothing claimed yet
+      const size_type i = claim();           // may throw: nothing claimed
+      std::construct_at(slots() + i, std::move(value));
+      publish(i);
+      return i;
+    } else {
+      const std::unique_ptr<T> value(new T(std::forward<Args>(args)...));
+      const size_type i = claim();
+      std::construct_at(slots() + i, std::move(*value));
+      publish(i);
+      return i;
+    }
   }
   size_type push_back(const T& value) { return emplace_back(value); }
   size_type push_back(T&& value) { return emplace_back(std::move(value)); }
@@ -193,21 +214,43 @@ class ConcurrentDynArray {
     static_assert(std::is_nothrow_invocable_r_v<T, Make&, size_type>,
                   "emplace_back_with needs a noexcept make(index) returning T");
     const size_type i = claim();
-    std::construct_at(slots() + i, make(i));
+    ::new (static_cast<void*>(slots() + i)) T(make(i));  // the result itself: no temporary
     publish(i);
     return i;
   }
 
   // As emplace_back, but std::nullopt instead of throwing for capacity or OS reasons.
+  // Constructs in place or aside as emplace_back does (a heap allocation refused for a value
+  // built aside is std::nullopt too).
   template <class... Args>
   std::optional<size_type> try_emplace_back(Args&&... args) {
-    T value(std::forward<Args>(args)...);
-    std::optional<size_type> i = core_.try_claim(sizeof(T));
-    if (!i) return std::nullopt;
-    std::construct_at(slots() + *i, std::move(value));
-    publish(*i);
-    return i;
+    if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
+      std::optional<size_type> i = core_.try_claim(sizeof(T));
+      if (!i) return std::nullopt;
+      std::construct_at(slots() + *i, std::forward<Args>(args)...);
+      publish(*i);
+      return i;
+    } else if constexpr (sizeof(T) <= kMaxStackValueBytes) {
+      T value(std::forward<Args>(args)...);
+      std::optional<size_type> i = core_.try_claim(sizeof(T));
+      if (!i) return std::nullopt;
+      std::construct_at(slots() + *i, std::move(value));
+      publish(*i);
+      return i;
+    } else {
+      const std::unique_ptr<T> value(new (std::nothrow) T(std::forward<Args>(args)...));
+      if (!value) return std::nullopt;
+      std::optional<size_type> i = core_.try_claim(sizeof(T));
+      if (!i) return std::nullopt;
+      std::construct_at(slots() + *i, std::move(*value));
+      publish(*i);
+      return i;
+    }
   }
+
+  // The largest element emplace_back builds on the stack before claiming its slot (when its
+  // constructor may throw); a larger one is built on the heap.
+  static constexpr size_type kMaxStackValueBytes = 16 * 1024;
 
   // The published prefix's length; never decreases.
   size_type size() const noexcept { return core_.size(); }
@@ -344,8 +387,10 @@ class ConcurrentDynArray {
   size_type append_block(size_type count, It it) {
     if (count == 0) return max_size();
     const size_type first = claim(count);
-    for (T *out = slots() + first, *end = out + count; out != end; ++out, ++it)
+    for (T *out = slots() + first, *end = out + count; out != end; ++out) {
       std::construct_at(out, *it);
+      ++it;
+    }
     publish(first, count);
     return first;
   }

@@ -19,6 +19,7 @@
 #include <cassert>
 #include <compare>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
@@ -33,6 +34,7 @@
 #include <utility>
 
 #include <reservoir/arena.hpp>
+#include <reservoir/detail/alignment.hpp>
 #include <reservoir/detail/annotations.hpp>
 #include <reservoir/detail/array_iterator.hpp>
 #include <reservoir/max_size.hpp>
@@ -174,7 +176,7 @@ class DynArray {
   // OsAllocationError (a std::bad_alloc).
   explicit DynArray(max_elements limit, ArenaOptions options = {})
       : max_size_(limit.count), arena_(checked_bytes(limit.count), options) {
-    data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
+    data_ = end_ = cap_ = first_element();
     update_capacity();  // a reservation from the cache arrives with its first pages committed
   }
   explicit DynArray(max_bytes limit, ArenaOptions options = {})
@@ -192,11 +194,25 @@ class DynArray {
     append_iterators(first, last);
   }
 
+#if defined(__cpp_lib_containers_ranges)
+  // The elements of r (C++23 std::from_range), on the default reservation or on the one given.
+  template <std::ranges::input_range R>
+  requires std::constructible_from<T, std::ranges::range_reference_t<R>>
+  DynArray(std::from_range_t, R&& r) { append_range(std::forward<R>(r)); }
+  template <std::ranges::input_range R, class Limit>
+  requires std::constructible_from<T, std::ranges::range_reference_t<R>> &&
+      (std::same_as<Limit, max_elements> || std::same_as<Limit, max_bytes>)
+  DynArray(std::from_range_t, R&& r, Limit limit, ArenaOptions options = {})
+      : DynArray(limit, options) {
+    append_range(std::forward<R>(r));
+  }
+#endif
+
   DynArray(DynArray&& other) noexcept { steal(other); }
   // Steals other's elements first, then destroys the old ones: other may be owned by one of them
   // (a tree node assigned its own child's children), so destroying first would free it.
   DynArray& operator=(DynArray&& other) noexcept {
-    if (this != &other) {
+    if (this != std::addressof(other)) {
       DynArray taken(std::move(other));
       swap(taken);
     }
@@ -207,14 +223,15 @@ class DynArray {
   // Assigns other's elements into this array's own reservation (its base and max_size() stay),
   // with assign()'s guarantee.
   DynArray& operator=(const DynArray& other) {
-    if (this != &other) assign(other.begin(), other.end());
+    if (this != std::addressof(other)) assign(other.begin(), other.end());
     return *this;
   }
 
   ~DynArray() {
     static_assert(std::is_object_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
                   "DynArray<T> needs a non-const, non-volatile object type");
-    static_assert(alignof(T) <= 4096, "DynArray<T> aligns elements to at most 4096 bytes");
+    static_assert(alignof(T) <= detail::kMaxElementAlignment,
+                  "DynArray<T> supports element alignments up to 2 MiB (detail/alignment.hpp)");
     destroy_all();
     annotate(end_, cap_);  // the memory goes back whole: nothing in it is reported any more
   }
@@ -295,7 +312,7 @@ class DynArray {
   // committed and capacity() says so.
   void shrink_to_fit() noexcept {
     if (!arena_.reserved()) return;
-    (void)arena_.trim(size() * sizeof(T));
+    (void)arena_.trim(bytes_for(size()));
     update_capacity();
   }
 
@@ -357,51 +374,78 @@ class DynArray {
   // ---- assigning (replace every element; the reservation and its base stay) --------------------
 
   // Replaces the contents with count copies of value, or with the elements of [first, last), of
-  // init or of r.
-  // Strong guarantee when the new contents exceed capacity() (where std::vector reallocates and
-  // keeps the old contents on failure), T's move constructor is noexcept and the old and new
-  // elements fit in max_size() together: the new elements are built past the old ones, in the
-  // reservation, then the old ones are destroyed and the new ones moved down; a throw leaves the
-  // array exactly as it was, capacity() included. Otherwise memory for the new contents is
-  // committed first (when the length is known: forward iterators, ranges), so a length_error or a
-  // refused commit leaves the array unchanged, and if T's constructor or the iterator throws
-  // afterwards, or a single-pass input runs past max_size(), the array is valid and holds some of
-  // the new elements (basic guarantee, as std::vector). As with std::vector, the source must not
-  // refer to this array's own elements (assign(n, value) copies value first, so it may).
+  // init or of r. The source may be, or refer to, this array's own elements.
+  //
+  // Strong guarantee when T's move constructor is noexcept: if copying an element, walking the
+  // source or committing memory throws, size(), every element and capacity() are as before.
+  //   - When building the new elements cannot throw (T nothrow constructible from a contiguous
+  //     source's elements, or nothrow copy constructible for assign(count, value)), memory for
+  //     them is committed first and the old elements are replaced in place: no extra cost.
+  //   - Otherwise the new elements are built past the old ones, in this array's own
+  //     reservation; then the old ones are destroyed and the new ones moved down to the front
+  //     (a memmove for trivially copyable T). Cost: one move of each new element, and memory for
+  //     the old and the new elements together at the peak, which stays committed afterwards
+  //     (capacity() >= old size() + new size(); shrink_to_fit() returns it).
+  //   - A source made of this array's own contiguous elements (assign(begin() + 1, end())) is
+  //     kept by destroying the other elements and moving it to the front: no copy at all.
+  // Where that cannot hold:
+  //   - More new elements than max_size(): std::length_error, nothing changed.
+  //   - Old and new elements together exceed max_size(): the old elements are destroyed first
+  //     and the new ones built in their place, so a throw leaves the array empty, with
+  //     capacity() as before (basic guarantee). A single-pass input (its length unknown) that
+  //     runs into this does so when it reaches the end of the reservation: the new elements
+  //     built so far move to the front and the rest follow them. A source given by non-contiguous
+  //     iterators into this array's own elements must then not be used (they are destroyed).
+  //   - T's move constructor may throw: a throw while copying still leaves everything as before,
+  //     but if a move throws while the new elements move down, the array is left empty, with
+  //     capacity() as before (basic guarantee).
   void assign(size_type count, const T& value) {
-    const T copy(value);
-    reserve_populating(count, Arena::Populate::all);
-    clear();
-    resize(count, copy);
+    const T* const source = std::addressof(value);
+    if constexpr (std::is_nothrow_copy_constructible_v<T>) {
+      if (!holds(source)) {
+        if (count > max_size()) throw_length_error("assign", count);
+        reserve_populating(count, Arena::Populate::all);
+        clear();
+        annotate(end_, data_ + count);
+        std::uninitialized_fill_n(data_, count, value);
+        end_ = data_ + count;
+        return;
+      }
+    }
+    if (holds(source) && count <= max_size() && count > max_size() - size()) {
+      // The old elements are destroyed before the new ones are built: copy value out first.
+      const std::unique_ptr<const T> copy = std::make_unique<const T>(value);
+      assign_counted(count, detail::repeat_source<T>{copy.get()});
+    } else {
+      assign_counted(count, detail::repeat_source<T>{source});
+    }
   }
   template <class It, class S>
   requires detail::iterator_pair<It, S>
   void assign(It first, S last) {
-    if constexpr (detail::multi_pass<It>) {
-      const auto n = static_cast<size_type>(detail::pair_distance(first, last));
-      if constexpr (std::is_nothrow_move_constructible_v<T>) {
-        if (n > capacity() && !empty() && n <= max_size() - size()) {
-          const size_type old_size = size();
-          append_iterators(first, last);  // strong: on a throw, nothing changed
-          std::destroy(data_, data_ + old_size);
-          if constexpr (std::is_trivially_copyable_v<T>) {
-            std::memmove(static_cast<void*>(data_), data_ + old_size, n * sizeof(T));
-          } else {
-            for (size_type i = 0; i < n; ++i) {  // slot i is free: old, or a source moved earlier
-              std::construct_at(data_ + i, std::move(data_[old_size + i]));
-              std::destroy_at(data_ + old_size + i);
-            }
-          }
-          annotate(end_, data_ + n);
-          end_ = data_ + n;
-          return;
-        }
+    if constexpr (std::contiguous_iterator<It> && std::sized_sentinel_for<S, It> &&
+                  std::is_same_v<std::remove_cv_t<std::iter_value_t<It>>, T>) {
+      const auto n = static_cast<size_type>(last - first);
+      const T* const source = n == 0 ? nullptr : std::to_address(first);
+      if (n != 0 && holds(source)) {
+        keep_only(static_cast<size_type>(source - data_), n);
+        return;
       }
-      reserve_populating(n, Arena::Populate::all);
+      if constexpr (std::is_nothrow_constructible_v<T, std::iter_reference_t<It>>) {
+        if (n > max_size()) throw_length_error("assign", n);
+        reserve_populating(n, Arena::Populate::all);
+        clear();
+        annotate(end_, data_ + n);
+        if (n != 0) std::uninitialized_copy_n(source, n, data_);
+        end_ = data_ + n;
+        return;
+      }
     }
-    clear();
-    for (; first != last; ++first)
-      emplace_back(*first);
+    if constexpr (detail::multi_pass<It>) {
+      assign_counted(static_cast<size_type>(detail::pair_distance(first, last)), std::move(first));
+    } else {
+      assign_single_pass(std::move(first), std::move(last));
+    }
   }
   void assign(std::initializer_list<T> init) { assign(init.begin(), init.end()); }
   template <std::ranges::input_range R>
@@ -443,7 +487,7 @@ class DynArray {
       resize(size() + count_checked(count), value);
     } else {
       const T copy(value);
-      insert_shifting(index, count_checked(count), detail::repeat_source<T>{&copy});
+      insert_shifting(index, count_checked(count), detail::repeat_source<T>{std::addressof(copy)});
     }
     return make_iterator(data_ + index);
   }
@@ -551,19 +595,42 @@ class DynArray {
         decltype(detail::synth_three_way(std::declval<const T&>(), std::declval<const T&>()));
     const T* i = a.data_;
     const T* j = b.data_;
-    for (; i != a.end_ && j != b.end_; ++i, ++j) {
+    for (; i != a.end_ && j != b.end_; ++i) {
       if (Cat c = detail::synth_three_way(*i, *j); c != 0) return c;
+      ++j;
     }
     return static_cast<Cat>(a.size() <=> b.size());
   }
 
  private:
   static size_type checked_bytes(size_type max_size) {
-    if (max_size > (std::numeric_limits<size_type>::max)() / sizeof(T)) {
+    constexpr size_type kSlack = detail::kAlignmentSlack<T>;
+    if (max_size > ((std::numeric_limits<size_type>::max)() - kSlack) / sizeof(T)) {
       throw std::length_error("reservoir::DynArray: " + std::to_string(max_size) + " elements of " +
                               std::to_string(sizeof(T)) + " bytes overflow the address space");
     }
-    return max_size * sizeof(T);
+    return max_size * sizeof(T) + kSlack;
+  }
+
+  // The first element's address in the reservation: its base, or the first address past it
+  // aligned for an over-page-aligned T (detail/alignment.hpp).
+  T* first_element() const noexcept {
+    T* const first = reinterpret_cast<T*>(arena_.base() + detail::element_offset<T>(arena_.base()));
+    assert(reinterpret_cast<std::uintptr_t>(first) % alignof(T) == 0);
+    return first;
+  }
+  // Bytes of the reservation before data_ (0 unless T is aligned beyond a page).
+  size_type data_offset() const noexcept {
+    if constexpr (alignof(T) <= detail::kMinBaseAlignment) {
+      return 0;
+    } else {
+      return static_cast<size_type>(reinterpret_cast<std::byte*>(data_) - arena_.base());
+    }
+  }
+  // The committed bytes that hold n elements from data_: what the arena is asked to commit or to
+  // keep (it commits a prefix of the reservation, which starts before data_ for an over-aligned T).
+  size_type bytes_for(size_type n) const noexcept {
+    return n == 0 ? 0 : data_offset() + n * sizeof(T);
   }
 
   [[noreturn]] void throw_length_error(const char* op, size_type wanted) const {
@@ -629,7 +696,8 @@ class DynArray {
     for (std::size_t bytes = default_reservation_size(kDefaultReserveBytes);
          bytes >= kMinDefaultReserveBytes; bytes /= 2) {
       if (bytes / sizeof(T) == 0) break;
-      if (std::optional<Arena> a = Arena::create(bytes / sizeof(T) * sizeof(T), {}, ec)) {
+      if (std::optional<Arena> a =
+              Arena::create(bytes / sizeof(T) * sizeof(T) + detail::kAlignmentSlack<T>, {}, ec)) {
         *max_size = bytes / sizeof(T);
         return a;
       }
@@ -649,7 +717,7 @@ class DynArray {
     arena_ = std::move(a);
     max_size_ = max_size;
     default_reservation_ = true;
-    data_ = end_ = cap_ = reinterpret_cast<T*>(arena_.base());
+    data_ = end_ = cap_ = first_element();
     update_capacity();  // a reservation from the cache arrives with its first pages committed
   }
   void ensure_reserved() {
@@ -674,7 +742,9 @@ class DynArray {
   // [end_, old cap_) is accessible again, [end_, new cap_) reported.
   void update_capacity() noexcept {
     annotate(end_, cap_);
-    cap_ = data_ + (std::min)(arena_.committed() / sizeof(T), max_size_);
+    const size_type offset = data_offset();
+    const size_type committed = arena_.committed() > offset ? arena_.committed() - offset : 0;
+    cap_ = data_ + (std::min)(committed / sizeof(T), max_size_);
     annotate(cap_, end_);
   }
 
@@ -701,6 +771,110 @@ class DynArray {
     }
   }
 
+  // Whether p points at one of the elements.
+  bool holds(const T* p) const noexcept {
+    return !std::less<const T*>()(p, data_) && std::less<const T*>()(p, end_);
+  }
+
+  // assign() of n elements read from src (*src, ++src): built past the old elements when both fit
+  // in the reservation, in their place otherwise (see assign()).
+  template <class Src>
+  void assign_counted(size_type n, Src src) {
+    if (n > max_size()) throw_length_error("assign", n);
+    const size_type old_size = size();
+    const size_type old_capacity = capacity();
+    if (n <= max_size() - old_size) {
+      reserve_for_append(n);  // strong
+      try {
+        for (size_type k = 0; k < n; ++k) {
+          construct_one(*src);
+          ++src;
+        }
+      } catch (...) {
+        erase_tail(old_size);
+        undo_commit(old_capacity);
+        throw;
+      }
+      replace_front(old_size, old_capacity);
+    } else {
+      reserve_populating(n, Arena::Populate::all);  // strong
+      clear();
+      try {
+        for (size_type k = 0; k < n; ++k) {
+          construct_one(*src);
+          ++src;
+        }
+      } catch (...) {
+        clear();
+        undo_commit(old_capacity);
+        throw;
+      }
+    }
+  }
+
+  // assign() from a single-pass input: built past the old elements until the reservation ends
+  // (see assign()).
+  template <class It, class S>
+  void assign_single_pass(It first, S last) {
+    const size_type old_capacity = capacity();
+    size_type old = size();  // old elements still in front of the new ones
+    try {
+      for (; first != last; ++first) {
+        if (old != 0 && size() == max_size()) {
+          replace_front(old, old_capacity);
+          old = 0;
+        }
+        emplace_back(*first);
+      }
+    } catch (...) {
+      erase_tail(old);
+      undo_commit(old_capacity);
+      throw;
+    }
+    replace_front(old, old_capacity);
+  }
+
+  // The new contents were built past the first `old` elements: destroys those and moves the new
+  // ones down to the front.
+  void replace_front(size_type old, size_type old_capacity) {
+    std::destroy(data_, data_ + old);
+    move_down(old, old_capacity);
+  }
+  // Keeps only the elements [i, i + n) (n >= 1), moved to the front; destroys the others.
+  void keep_only(size_type i, size_type n) {
+    erase_tail(i + n);
+    std::destroy(data_, data_ + i);
+    move_down(i, capacity());
+  }
+  // [data_, data_ + gap) holds no live element, [data_ + gap, end_) the contents: moves them to
+  // the front. If T's move constructor throws, every element is destroyed and the commit undone
+  // down to old_capacity.
+  void move_down(size_type gap, size_type old_capacity) {
+    if (gap == 0) return;
+    const size_type n = size() - gap;
+    T* const from = data_ + gap;
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      if (n != 0) std::memmove(static_cast<void*>(data_), from, n * sizeof(T));
+    } else {
+      size_type k = 0;
+      try {
+        for (; k < n; ++k) {  // slot k is free: it held an old element, or a source moved earlier
+          std::construct_at(data_ + k, std::move(from[k]));
+          std::destroy_at(from + k);
+        }
+      } catch (...) {
+        std::destroy(data_, data_ + k);
+        std::destroy(from + k, end_);
+        annotate(end_, data_);
+        end_ = data_;
+        undo_commit(old_capacity);
+        throw;
+      }
+    }
+    annotate(end_, data_ + n);
+    end_ = data_ + n;
+  }
+
   size_type count_checked(size_type count) const {
     if (count > max_size() - size()) throw_length_error("insert", count);
     return count;
@@ -721,13 +895,13 @@ class DynArray {
     // The first reservation may have been granted smaller than default_max_size() (the
     // address-space budget, or a refusing OS): check again against what max_size() is now.
     if (n > max_size_) throw_length_error("reserve", n);
-    arena_.commit(n * sizeof(T), populate);
+    arena_.commit(bytes_for(n), populate);
     update_capacity();
   }
   bool try_grow_capacity(size_type n) noexcept {
     if (n > max_size() - size() || !try_ensure_reserved()) return false;
     if (n > max_size_ - size()) return false;  // the reservation came out smaller
-    if (!arena_.try_commit((size() + n) * sizeof(T))) return false;
+    if (!arena_.try_commit(bytes_for(size() + n))) return false;
     update_capacity();
     return true;
   }
@@ -746,18 +920,34 @@ class DynArray {
       for (T* p = old_end - n; p != old_end; ++p)
         construct_one(std::move(*p));
       std::move_backward(pos, old_end - n, old_end);
-      for (T* p = pos; p != pos + n; ++p, ++src)
-        *p = *src;
+      for (T* p = pos; p != pos + n; ++p) {
+        assign_from(*p, *src);
+        ++src;
+      }
     } else {
       Src rest = src;  // the new elements that go past the old end
       for (size_type k = 0; k < tail; ++k)
         ++rest;
-      for (size_type k = tail; k < n; ++k, ++rest)
+      for (size_type k = tail; k < n; ++k) {
         construct_one(*rest);
+        ++rest;
+      }
       for (T* p = pos; p != old_end; ++p)
         construct_one(std::move(*p));
-      for (T* p = pos; p != old_end; ++p, ++src)
-        *p = *src;
+      for (T* p = pos; p != old_end; ++p) {
+        assign_from(*p, *src);
+        ++src;
+      }
+    }
+  }
+  // *dst = value where T is assignable from it; otherwise (T only constructible from it, as
+  // insert requires) a T built from it is move-assigned.
+  template <class U>
+  static void assign_from(T& dst, U&& value) {
+    if constexpr (std::is_assignable_v<T&, U&&>) {
+      dst = std::forward<U>(value);
+    } else {
+      dst = T(std::forward<U>(value));
     }
   }
 
@@ -803,7 +993,7 @@ class DynArray {
 
   // Gives back what a failed operation committed, so capacity() is as before.
   void undo_commit(size_type old_capacity) noexcept {
-    (void)arena_.trim(old_capacity * sizeof(T));
+    (void)arena_.trim(bytes_for(old_capacity));
     update_capacity();
   }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 
 #include <reservoir/arena.hpp>
@@ -58,11 +59,12 @@ class ConcurrentCore {
 
   // No reservation, max_size() 0: every claim throws std::length_error.
   ConcurrentCore() noexcept = default;
-  // Reserves max_size slots of element_size bytes each (the first at the start of a page) and a
-  // ready byte per slot. Throws std::invalid_argument for max_size 0,
+  // Reserves max_size slots of element_size bytes each, the first aligned to `alignment` (a power
+  // of two up to kMaxElementAlignment), and a ready byte per slot. Throws std::invalid_argument for max_size 0,
   // std::length_error when the slots overflow the address space, and what Arena's constructor
   // throws.
-  ConcurrentCore(size_type max_size, size_type element_size, ArenaOptions options);
+  ConcurrentCore(size_type max_size, size_type element_size, size_type alignment,
+                 ArenaOptions options);
   ConcurrentCore(const ConcurrentCore&) = delete;
   ConcurrentCore& operator=(const ConcurrentCore&) = delete;
   ~ConcurrentCore() = default;
@@ -71,7 +73,11 @@ class ConcurrentCore {
   // elements this core held.
   void take(ConcurrentCore& other) noexcept;
 
-  void* data() const noexcept { return data_arena_.base(); }
+  // The first slot; nullptr without a reservation.
+  void* data() const noexcept {
+    std::byte* const base = data_arena_.base();
+    return base == nullptr ? nullptr : base + data_offset_;
+  }
   size_type max_size() const noexcept { return max_size_; }
   size_type size() const noexcept { return published_.load(std::memory_order_acquire); }
   size_type capacity() const noexcept { return capacity_.load(std::memory_order_acquire); }
@@ -246,6 +252,7 @@ class ConcurrentCore {
   std::atomic<unsigned char> mode_{kShared};          // kSolo from construction where barriers work
   std::atomic<bool> out_of_order_{false};             // some block was marked ready
   std::atomic<bool> commit_lock_{false};              // held by the thread committing slots
+  std::uint32_t data_offset_ = 0;  // from data_arena_'s base to the first slot (alignment.hpp)
   alignas(64) std::atomic<size_type> claimed_{0};     // slots handed out
   std::atomic<unsigned> solo_depth_{0};               // the owner's solo appends in progress
   alignas(64) std::atomic<size_type> published_{0};   // prefix that is constructed and visible
