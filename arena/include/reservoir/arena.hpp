@@ -18,6 +18,12 @@
 #include <reservoir/pal.hpp>
 
 namespace reservoir {
+enum class Refusal : int;
+}  // namespace reservoir
+template <>
+struct std::is_error_code_enum<reservoir::Refusal> : std::true_type {};
+
+namespace reservoir {
 
 // Thrown when the OS refuses to reserve or commit memory. It is a std::bad_alloc, so code that
 // handles out-of-memory already handles it; what() names the operation, the size, the address and
@@ -36,6 +42,26 @@ class OsAllocationError : public std::bad_alloc {
   std::string message_;
   std::error_code error_;
 };
+
+// Refusals reservoir decides itself, before or instead of an OS call: the error code of an
+// OsAllocationError whose cause is one of its own limits rather than an OS error. The message
+// names the limit, its figure and how to raise it.
+enum class Refusal : int {
+  // A default array cannot be given even the smallest default reservation: the address-space
+  // budget or the process's address-space limit (RLIMIT_AS, `ulimit -v`) is spent.
+  address_space_budget = 1,
+  // The commit step would take the process past its memory limit (a cgroup's, or
+  // set_memory_limit()) minus the margin.
+  memory_limit,
+  // The commit step asks for more than the machine can back (RAM and swap).
+  machine_memory,
+  // A default array reached the end of a reservation that was made smaller than the default
+  // because address space was short: out of memory for it, as for std::vector.
+  default_reservation_full,
+};
+// The category of Refusal codes ("reservoir").
+const std::error_category& refusal_category() noexcept;
+std::error_code make_error_code(Refusal r) noexcept;
 
 // "64 KiB", "1.5 GiB", "100 B": IEC units for messages.
 std::string format_bytes(std::size_t bytes);
@@ -120,10 +146,18 @@ std::size_t reserved_address_space() noexcept;
 std::size_t address_space_budget() noexcept;
 // Sets the budget in bytes; 0 goes back to the automatic one. Thread-safe.
 void set_address_space_budget(std::size_t bytes) noexcept;
-// What a default-sized container should reserve now, given that it would like `preferred` bytes:
-// `preferred` while reserved_address_space() + preferred stays within a quarter of the budget,
-// else min(preferred, 1 GiB) while the total stays within the budget, else min(preferred, 64 MiB).
+// What a default-sized container should reserve now, given that it would like `preferred` bytes.
+// Parked reservations (the cache) are not counted: they are released when a reservation needs
+// their room: `preferred` while the live reservations + preferred stay within a quarter of the
+// budget, else min(preferred, 1 GiB) while the total stays within the budget, else
+// min(preferred, 64 MiB). Under an address-space limit (RLIMIT_AS, `ulimit -v`), where every
+// mapping counts, no more than half of what the limit leaves (limit - VmSize), which replaces the
+// 1 GiB tier where that does not fit; and 0 once 64 MiB or less is left (the container then
+// refuses with Refusal::address_space_budget).
 std::size_t default_reservation_size(std::size_t preferred) noexcept;
+// The sentence a refused default reservation appends: what is reserved, the budget, the
+// RLIMIT_AS in force and how to raise each.
+std::string address_space_advice();
 
 // ---- memory limits -----------------------------------------------------------------------------
 //
@@ -232,7 +266,9 @@ class Arena {
 
   // Commits ahead so that committed() >= bytes (rounded up to the granule). Never moves anything.
   // Throws std::length_error past reserved(), OsAllocationError on refusal; arena unchanged then.
-  // The memory-limit check counts all of the new commit, populated or not.
+  // The memory-limit check counts only what is populated (all, the first step, or nothing):
+  // committed pages that are not backed cost nothing until touched, and those later touches are
+  // not checked (a first touch past a cgroup limit meets the OOM killer, as with std::vector).
   void reserve(std::size_t bytes, Populate populate = Populate::all);
   bool try_reserve(std::size_t bytes, Populate populate = Populate::all) noexcept;
 
@@ -275,6 +311,7 @@ class Arena {
   std::size_t max_step_ = 0;      // largest commit step, a multiple of the page size
   void* mapping_ = nullptr;       // what pal::reserve returned
   std::size_t mapping_size_ = 0;  // what was passed to pal::reserve
+  std::size_t charged_ = 0;       // committed bytes counted against the memory limit
   ArenaOptions options_{};
 };
 
