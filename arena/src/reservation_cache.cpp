@@ -307,7 +307,11 @@ void fork_child() {
 }  // namespace
 
 bool register_fork_handlers() noexcept {
-  static const bool ok = !pal::at_fork(&fork_prepare, &fork_parent, &fork_child);
+  // Windows has no fork: nothing to register, and nothing for a child to meet.
+  static const bool ok = [] {
+    const std::error_code ec = pal::at_fork(&fork_prepare, &fork_parent, &fork_child);
+    return !ec || ec == std::errc::not_supported;
+  }();
   return ok;
 }
 
