@@ -323,7 +323,7 @@ TEST_SUITE("memory_limit") {
     }
   }
 
-  TEST_CASE("reserve(1 GiB) in a 512 MiB cgroup is accepted (it backs nothing), then 100 MiB fill") {
+  TEST_CASE("reserve(1 GiB) in a 512 MiB cgroup is accepted (it backs nothing), 100 MiB filled") {
     for (CgroupKind kind : {CgroupKind::v2, CgroupKind::v1}) {
       pal::ProcessResult r;
       if (!run_in_cgroup("memory_limit.reserve_beyond_limit", std::size_t{512} << 20, kind, &r))

@@ -91,7 +91,8 @@ RESERVOIR_CHILD("process.fork_while_threads_churn") {
       continue;
     }
     if (pid == 0) ::_exit(use_arrays_after_fork());
-    const int r = wait_with_deadline(pid, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    const int r =
+        wait_with_deadline(pid, std::chrono::steady_clock::now() + std::chrono::seconds(5));
     hangs += r == 1;
     failures += r == 2;
   }

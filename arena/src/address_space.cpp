@@ -88,8 +88,8 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept {
 std::string address_space_advice() {
   std::string s = format_bytes(reserved_address_space()) + " are reserved by reservoir (" +
                   format_bytes(g_parked.load(std::memory_order_relaxed)) +
-                  " of it parked for reuse), its budget is " + format_bytes(address_space_budget()) +
-                  " (reservoir::set_address_space_budget)";
+                  " of it parked for reuse), its budget is " +
+                  format_bytes(address_space_budget()) + " (reservoir::set_address_space_budget)";
   if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) {
     s += "; the process's address-space limit (RLIMIT_AS) is " + format_bytes(l.limit);
     if (l.in_use) s += ", of which " + format_bytes(l.in_use) + " are mapped";

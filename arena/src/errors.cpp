@@ -71,7 +71,8 @@ OsAllocationError::OsAllocationError(const char* operation, std::size_t bytes, c
   message_ = std::string("cannot ") + operation + " " + format_bytes(bytes);
   message_ += address ? " at " + detail::hex_address(address) : std::string(" of address space");
   // reservoir's own refusals have no OS error to describe: their message is the cause.
-  message_ += ": " + (error.category() == refusal_category() ? error.message() : pal::describe(error));
+  message_ +=
+      ": " + (error.category() == refusal_category() ? error.message() : pal::describe(error));
 }
 
 OsAllocationError::OsAllocationError(const char* operation, std::size_t bytes, const void* address,

@@ -759,7 +759,10 @@ bool machine_memory(MachineMemory* out) noexcept {
                 {"SwapFree:", &m.swap_free}};
   for (const auto& f : fields) {
     const char* at = std::strstr(buf, f.key);
-    if (at) *f.value = static_cast<std::size_t>(std::strtoull(at + std::strlen(f.key), nullptr, 10)) * 1024;
+    if (at) {
+      *f.value =
+          static_cast<std::size_t>(std::strtoull(at + std::strlen(f.key), nullptr, 10)) * 1024;
+    }
   }
   if (m.total == 0) return false;
   fd = ::open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
