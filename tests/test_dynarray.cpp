@@ -813,13 +813,20 @@ TEST_SUITE("dynarray") {
     CHECK((x <=> y) == std::strong_ordering::greater);
   }
 
-  TEST_CASE("reserve(n) after a smaller-than-default first reservation: length_error, not less") {
-    // The OS refuses 64 GiB and 32 GiB: the first reservation falls back to 16 GiB.
+  TEST_CASE("reserve(n) after a smaller-than-default first reservation: bad_alloc, not less") {
+    // The OS refuses 64 GiB and 32 GiB: the first reservation falls back to 16 GiB. Running out of
+    // a default reservation made small for lack of address space is out of memory, as for
+    // std::vector (OsAllocationError, a bad_alloc), not a length the caller chose.
     test::FaultGuard fault(pal::Op::reserve, 0, 2);
     DynArray<int> a;
     const std::size_t n = reservoir::kDefaultReserveBytes / 2 / sizeof(int);  // 32 GiB of ints
     REQUIRE(n <= a.max_size());  // allowed by the max_size() reported before reserving
-    CHECK_THROWS_AS(a.reserve(n), std::length_error);
+    try {
+      a.reserve(n);
+      FAIL("reserve past the fallback reservation did not throw");
+    } catch (const reservoir::OsAllocationError& e) {
+      CHECK((e.code() == reservoir::Refusal::default_reservation_full));
+    }
     CHECK(a.max_size() < n);
     CHECK(a.capacity() <= a.max_size());
     a.push_back(1);  // still usable, on the reservation it got

@@ -102,6 +102,37 @@ RESERVOIR_CHILD("annotations.read_past_size") {
   const volatile int* p = a.data() + a.size();  // committed memory, no element
   return *p;
 }
+
+// An array whose capacity ends inside an 8-byte shadow granule, destroyed (its reservation
+// parked), then a plain Arena and arrays of the same size take the parked reservation and write
+// and read all of it: nothing the first array annotated may be reported.
+RESERVOIR_CHILD("annotations.odd_size_reuse") {
+  __asan_set_death_callback(print_report_kind);
+  for (std::size_t n : {std::size_t{1001}, std::size_t{4093}, std::size_t{13}}) {
+    {
+      DynArray<char> a{reservoir::max_elements(n)};
+      for (std::size_t i = 0; i < n; ++i)
+        a.push_back(static_cast<char>(i));
+      a.resize(n / 2);  // the poisoned tail crosses the granule again
+    }
+    {
+      reservoir::Arena arena(n);  // the same layout and options: the parked reservation
+      auto* bytes = static_cast<volatile char*>(arena.grow(arena.reserved()));
+      for (std::size_t i = 0; i < arena.reserved(); ++i)
+        bytes[i] = static_cast<char>(i);
+    }
+    {
+      DynArray<char> b{reservoir::max_elements(n)};
+      b.resize(n, 'x');
+      long sum = 0;
+      for (char c : b)
+        sum += c;
+      if (sum != static_cast<long>(n) * 'x') return 2;
+    }
+  }
+  std::printf("reused\n");
+  return 0;
+}
 #endif
 
 }  // namespace
@@ -220,6 +251,12 @@ TEST_SUITE("dynarray") {
     const pal::ProcessResult r = test::run_child("annotations.read_past_size");
     CHECK_MESSAGE(!(r.exited && r.exit_code == 0), test::describe(r));
     CHECK(r.output == "committed\nasan: container-overflow\n");
+  }
+
+  TEST_CASE("AddressSanitizer: a parked reservation whose capacity ended mid-granule is clean") {
+    const pal::ProcessResult r = test::run_child("annotations.odd_size_reuse");
+    CHECK_MESSAGE((r.exited && r.exit_code == 0), test::describe(r) << ": " << r.output);
+    CHECK(r.output == "reused\n");
   }
 
   TEST_CASE("AddressSanitizer annotations follow every change of size and capacity") {

@@ -4,10 +4,14 @@
 // by the OOM killer, as std::vector would be; and with a limit set by hand everywhere.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <reservoir/reservoir.hpp>
 
@@ -54,26 +58,37 @@ bool join_test_cgroup() {
   return static_cast<bool>(procs);
 }
 
+// Which cgroup hierarchy a TestCgroup is made in.
+enum class CgroupKind { any, v1, v2 };
+
 // A memory cgroup limited to `limit` bytes, removed again on destruction; empty path if it
 // cannot be made here (not root, no memory controller, read-only cgroupfs).
 struct TestCgroup {
   std::string path;
   std::string why_not;
-  explicit TestCgroup(std::size_t limit) {
-    const std::string name = "/reservoir-test-" + std::to_string(::getpid());
+  explicit TestCgroup(std::size_t limit, CgroupKind kind = CgroupKind::any) {
+    static int serial = 0;
+    const std::string name =
+        "/reservoir-test-" + std::to_string(::getpid()) + "-" + std::to_string(++serial);
     struct Candidate {
       const char* root;
       const char* limit_file;
+      CgroupKind kind;
     };
     // v1 memory controller, or a v2 hierarchy that offers the memory controller.
-    for (Candidate c : {Candidate{"/sys/fs/cgroup/memory", "memory.limit_in_bytes"},
-                        Candidate{"/sys/fs/cgroup", "memory.max"}}) {
+    for (Candidate c : {Candidate{"/sys/fs/cgroup/memory", "memory.limit_in_bytes", CgroupKind::v1},
+                        Candidate{"/sys/fs/cgroup", "memory.max", CgroupKind::v2},
+                        Candidate{"/sys/fs/cgroup/unified", "memory.max", CgroupKind::v2}}) {
+      if (kind != CgroupKind::any && kind != c.kind) continue;
       const std::string root = c.root;
-      if (std::string(c.limit_file) == "memory.max") {
+      if (c.kind == CgroupKind::v2) {
         std::ifstream controllers(root + "/cgroup.controllers");
         std::string all;
         std::getline(controllers, all);
-        if ((" " + all + " ").find(" memory ") == std::string::npos) continue;
+        if ((" " + all + " ").find(" memory ") == std::string::npos) {
+          if (why_not.empty()) why_not = "no cgroup v2 hierarchy here offers the memory controller";
+          continue;
+        }
         std::ofstream(root + "/cgroup.subtree_control") << "+memory" << std::flush;
       }
       if (::mkdir((root + name).c_str(), 0755) != 0) {
@@ -95,7 +110,43 @@ struct TestCgroup {
   ~TestCgroup() {
     if (!path.empty()) ::rmdir(path.c_str());
   }
+  TestCgroup(const TestCgroup&) = delete;
+  TestCgroup& operator=(const TestCgroup&) = delete;
 };
+
+std::string kind_name(CgroupKind kind) {
+  return kind == CgroupKind::v1 ? "v1" : kind == CgroupKind::v2 ? "v2" : "any";
+}
+
+// Runs child scenario `name` in a fresh memory cgroup of `limit` bytes of the given kind; false
+// (and a printed reason) if no such cgroup can be made here.
+bool run_in_cgroup(const char* name, std::size_t limit, CgroupKind kind, pal::ProcessResult* r) {
+  TestCgroup cg(limit, kind);
+  if (cg.path.empty()) {
+    MESSAGE("cgroup " << kind_name(kind) << " skipped: " << cg.why_not
+                      << " (needs root and a memory cgroup controller)");
+    return false;
+  }
+  ::setenv("RESERVOIR_TEST_CGROUP", cg.path.c_str(), 1);
+  *r = test::run_child(name);
+  ::unsetenv("RESERVOIR_TEST_CGROUP");
+  return true;
+}
+
+// Ends the process (as a kill would) once its resident set passes `bytes`: the safety net of the
+// tests that ask for more memory than the machine has, should the check under test fail.
+void start_rss_watchdog(std::size_t bytes) {
+  std::thread([bytes] {
+    for (;;) {
+      if (pal::current_rss() > bytes) {
+        std::printf("watchdog: resident set passed %zu MiB\n", bytes >> 20);
+        std::fflush(stdout);
+        ::_exit(9);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }).detach();
+}
 #endif
 
 }  // namespace
@@ -110,6 +161,98 @@ RESERVOIR_CHILD("memory_limit.cgroup_unchecked") {
   if (!join_test_cgroup()) return 2;
   reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
   return grow_until_refused(std::size_t{2} << 30);  // expected to be killed instead
+}
+
+// 16 threads, each growing its own default array until the limit refuses a step: every thread
+// must end with a refusal and its elements intact, and the process must not be killed.
+RESERVOIR_CHILD("memory_limit.threads_race") {
+  if (!join_test_cgroup()) return 2;
+  constexpr int kThreads = 16;
+  std::atomic<int> refused{0}, intact{0};
+  std::atomic<std::size_t> total{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      DynArray<int> a;
+      std::size_t n = 0;
+      try {
+        for (;; ++n)
+          a.push_back(static_cast<int>(n));
+      } catch (const std::bad_alloc&) {
+        refused.fetch_add(1);
+      }
+      bool ok = a.size() == n;
+      for (std::size_t i = 0; ok && i < n; ++i)
+        ok = a[i] == static_cast<int>(i);
+      intact.fetch_add(ok ? 1 : 0);
+      total.fetch_add(n * sizeof(int));
+    });
+  }
+  for (std::thread& t : threads)
+    t.join();
+  std::printf("%d threads: %d refused, %d intact, %zu MiB held together\n", kThreads,
+              refused.load(), intact.load(), total.load() >> 20);
+  return refused == kThreads && intact == kThreads ? 0 : 3;
+}
+
+// reserve() far past the limit commits without backing, so it is not refused; filling part of it
+// works.
+RESERVOIR_CHILD("memory_limit.reserve_beyond_limit") {
+  if (!join_test_cgroup()) return 2;
+  DynArray<char> a;
+  try {
+    a.reserve(std::size_t{1} << 30);
+  } catch (const std::exception& e) {
+    std::printf("reserve(1 GiB) refused: %s\n", e.what());
+    return 3;
+  }
+  const std::size_t fill = std::size_t{100} << 20;
+  for (std::size_t i = 0; i < fill; ++i)
+    a.push_back(static_cast<char>(i));
+  for (std::size_t i = 0; i < fill; i += 4093) {
+    if (a[i] != static_cast<char>(i)) return 4;
+  }
+  std::printf("reserve(1 GiB) accepted, capacity %zu MiB, filled %zu MiB\n", a.capacity() >> 20,
+              fill >> 20);
+  return 0;
+}
+
+// An array of 1.5 x (RAM + swap) is refused up front, as std::vector's allocation is; nothing
+// is populated first. Only the machine-wide check is under test here, so the memory-limit check
+// is off; the cgroup (when there is one) and a watchdog on the resident set keep a failure of
+// the check from taking the machine's memory.
+RESERVOIR_CHILD("memory_limit.beyond_ram") {
+  const char* dir = std::getenv("RESERVOIR_TEST_CGROUP");
+  if (dir && !join_test_cgroup()) return 2;
+  reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
+  start_rss_watchdog(std::size_t{1} << 30);
+  std::size_t ram = 0, swap = 0;
+  {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    std::size_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib) {
+      if (key == "MemTotal:") ram = kib << 10;
+      if (key == "SwapTotal:") swap = kib << 10;
+      std::getline(meminfo, unit);
+    }
+  }
+  if (ram == 0) return 4;
+  const std::size_t n = (ram + swap) / 2 * 3;
+  try {
+    if (n <= reservoir::kDefaultReserveBytes) {
+      DynArray<char> a(n);
+    } else {
+      DynArray<char> a{reservoir::max_elements(n)};
+      a.resize(n);
+    }
+  } catch (const std::bad_alloc& e) {
+    std::printf("DynArray<char>(%zu GiB) refused: %s\n", n >> 30, e.what());
+    return 0;
+  }
+  std::printf("DynArray<char>(%zu GiB) was not refused\n", n >> 30);
+  return 3;
 }
 #endif
 
@@ -154,6 +297,58 @@ TEST_SUITE("memory_limit") {
     CHECK_FALSE(unchecked.exited);
     CHECK(unchecked.signal == 9);
     ::unsetenv("RESERVOIR_TEST_CGROUP");
+  }
+#endif
+#if defined(__linux__)
+  TEST_CASE("16 threads racing a 512 MiB cgroup limit, 10 rounds: no kill, every element kept") {
+    constexpr int kRounds = 10;
+    for (CgroupKind kind : {CgroupKind::v2, CgroupKind::v1}) {
+      int kills = 0, failures = 0, ran = 0;
+      for (int round = 0; round < kRounds; ++round) {
+        pal::ProcessResult r;
+        if (!run_in_cgroup("memory_limit.threads_race", std::size_t{512} << 20, kind, &r)) break;
+        ++ran;
+        if (round == 0 || !r.exited || r.exit_code != 0) {
+          MESSAGE("cgroup " << kind_name(kind) << " round " << round << ": " << test::describe(r)
+                            << ": " << r.output);
+        }
+        kills += !r.exited;
+        failures += r.exited && r.exit_code != 0;
+      }
+      if (ran == 0) continue;
+      MESSAGE("cgroup " << kind_name(kind) << ": " << kills << " kills, " << failures
+                        << " failures in " << ran << " rounds of 16 threads");
+      CHECK(kills == 0);
+      CHECK(failures == 0);
+    }
+  }
+
+  TEST_CASE("reserve(1 GiB) in a 512 MiB cgroup is accepted (it backs nothing), 100 MiB filled") {
+    for (CgroupKind kind : {CgroupKind::v2, CgroupKind::v1}) {
+      pal::ProcessResult r;
+      if (!run_in_cgroup("memory_limit.reserve_beyond_limit", std::size_t{512} << 20, kind, &r))
+        continue;
+      MESSAGE("cgroup " << kind_name(kind) << ": " << test::describe(r) << ": " << r.output);
+      CHECK(r.exited);
+      CHECK(r.exit_code == 0);
+    }
+  }
+
+  TEST_CASE("an array of 1.5 x (RAM + swap) is refused with bad_alloc, nothing populated") {
+    // In a cgroup of 2 GiB, so that a check that fails cannot reach the machine's memory. Only
+    // where no cgroup can be made, as a plain child with a watchdog on its resident set: a weaker
+    // net, since ending the process does not stop a populate call already under way (measured:
+    // MADV_POPULATE_WRITE ran on to 1.5 GiB after _exit at 1 GiB).
+    pal::ProcessResult r;
+    if (run_in_cgroup("memory_limit.beyond_ram", std::size_t{2} << 30, CgroupKind::any, &r)) {
+      MESSAGE("in a cgroup: " << test::describe(r) << ": " << r.output);
+    } else {
+      r = test::run_child("memory_limit.beyond_ram");
+      MESSAGE("no cgroup: " << test::describe(r) << ": " << r.output);
+    }
+    CHECK(r.exited);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("refused") != std::string::npos);
   }
 #endif
 }

@@ -1,8 +1,10 @@
 // The address-space budget: every reservation an arena makes or gives back goes through here and
 // is counted, so default-sized containers can plan within what the process may still reserve.
-// It knows nothing of arenas, commits or the cache; parked reservations count as live ones.
+// It knows nothing of arenas or commits; parked reservations are counted apart, so a parked one
+// never shrinks what a new array is given, and a refused reservation first releases them.
 #include <algorithm>
 #include <atomic>
+#include <string>
 
 #include "arena_internal.hpp"
 
@@ -10,7 +12,10 @@ namespace reservoir {
 namespace {
 
 std::atomic<std::size_t> g_reserved{0};  // bytes reserved by live arenas and parked reservations
+std::atomic<std::size_t> g_parked{0};    // of which parked in the reservation cache
 std::atomic<std::size_t> g_budget{0};    // set by hand; 0: automatic
+
+using detail::kMax;
 
 }  // namespace
 
@@ -18,8 +23,21 @@ namespace detail {
 
 std::error_code reserve_mapping(std::size_t size, void** out) noexcept {
   std::error_code ec = pal::reserve(size, out);
+  if (ec && g_parked.load(std::memory_order_relaxed) != 0) {
+    // Parked reservations hold address space only for reuse: the live array needs it more.
+    clear_reservation_cache();
+    ec = pal::reserve(size, out);
+  }
   if (!ec) g_reserved.fetch_add(size, std::memory_order_relaxed);
   return ec;
+}
+
+void count_parked(std::size_t size, bool parked) noexcept {
+  if (parked) {
+    g_parked.fetch_add(size, std::memory_order_relaxed);
+  } else {
+    g_parked.fetch_sub(size, std::memory_order_relaxed);
+  }
 }
 
 void release_mapping(void* mapping, std::size_t size) noexcept {
@@ -45,13 +63,41 @@ void set_address_space_budget(std::size_t bytes) noexcept {
 std::size_t default_reservation_size(std::size_t preferred) noexcept {
   constexpr std::size_t kSmall = std::size_t{1} << 30;
   constexpr std::size_t kTiny = std::size_t{64} << 20;
-  const std::size_t budget = address_space_budget();
-  const std::size_t used = reserved_address_space();
-  if (used <= budget / 4 && preferred <= budget / 4 - used) return preferred;
-  if (used <= budget && std::min(preferred, kSmall) <= budget - used) {
-    return std::min(preferred, kSmall);
+  // Under an address-space limit (RLIMIT_AS) every mapping counts, reserved or not, and the
+  // budget (half the limit) is small: no array gets more than half of what the limit leaves (as
+  // std::vector, which holds its old and new buffer at once, reaches about half), and while that
+  // fits in the budget an array gets it even where the 1 GiB tier would not fit. When no more
+  // than kTiny is left: 0, a refusal decided here rather than by a failing mmap.
+  std::size_t cap = kMax;
+  if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) {
+    const std::size_t in_use = l.in_use ? l.in_use : reserved_address_space();
+    const std::size_t left = l.limit > in_use ? l.limit - in_use : 0;
+    if (left <= kTiny) return 0;
+    cap = std::max(left / 2 / 4096 * 4096, kTiny);
   }
-  return std::min(preferred, kTiny);
+  const std::size_t budget = address_space_budget();
+  const std::size_t reserved = reserved_address_space();
+  const std::size_t parked = std::min(g_parked.load(std::memory_order_relaxed), reserved);
+  const std::size_t used = reserved - parked;  // what live arrays hold
+  if (used <= budget / 4 && preferred <= budget / 4 - used && preferred <= cap) return preferred;
+  const std::size_t small = std::min({preferred, kSmall, cap});
+  if (used <= budget && small <= budget - used) return small;
+  return std::min({preferred, kTiny, cap});
+}
+
+std::string address_space_advice() {
+  std::string s = format_bytes(reserved_address_space()) + " are reserved by reservoir (" +
+                  format_bytes(g_parked.load(std::memory_order_relaxed)) +
+                  " of it parked for reuse), its budget is " +
+                  format_bytes(address_space_budget()) + " (reservoir::set_address_space_budget)";
+  if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) {
+    s += "; the process's address-space limit (RLIMIT_AS) is " + format_bytes(l.limit);
+    if (l.in_use) s += ", of which " + format_bytes(l.in_use) + " are mapped";
+    s += " (raise it: ulimit -v)";
+  }
+  return s + "; on Linux each array is also one or two of the vm.max_map_count mappings. Give "
+             "arrays an explicit reservoir::max_elements(n), or raise the limits (ulimit -v, "
+             "sysctl vm.max_map_count)";
 }
 
 }  // namespace reservoir

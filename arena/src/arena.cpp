@@ -93,18 +93,6 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
   return {};
 }
 
-[[noreturn]] void throw_plan_error(std::errc e, std::size_t max_bytes) {
-  if (e == std::errc::invalid_argument) {
-    throw std::invalid_argument(
-        max_bytes == 0 ? "reservoir::Arena: max_bytes must be greater than 0"
-                       : "reservoir::Arena: commit_granule or max_commit_step is too large to "
-                         "round up to whole pages and granules");
-  }
-  throw std::length_error("reservoir::Arena: cannot reserve " + format_bytes(max_bytes) +
-                          ": more than the address space can hold (limit " +
-                          format_bytes(kMaxReservation) + ")");
-}
-
 }  // namespace
 
 // ---- lifetime -----------------------------------------------------------------------------------
@@ -115,7 +103,7 @@ Arena::Arena(std::size_t max_bytes, ArenaOptions options) {
   if (!made) {
     Layout l;
     if (std::errc e = plan(max_bytes, options, &l); e != std::errc{})
-      throw_plan_error(e, max_bytes);
+      detail::throw_plan_error(e, max_bytes);
     throw OsAllocationError("reserve", l.mapping, nullptr, ec);
   }
   swap(*this, *made);
@@ -224,10 +212,11 @@ bool Arena::park_in_cache() noexcept {
 }
 
 void Arena::release_all() noexcept {
-  if (base_ != nullptr && !park_in_cache()) {
+  if (base_ != nullptr) {
+    detail::unpoison(base_, committed_);  // the next owner of these pages starts clean
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)
-    detail::release_mapping(mapping(), mapping_size());
+    if (!park_in_cache()) detail::release_mapping(mapping(), mapping_size());
   }
   base_ = nullptr;
   size_ = committed_ = reserved_ = 0;
@@ -280,26 +269,31 @@ std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept 
   if (target <= committed_) return {};
   std::byte* start = base_ + committed_;
   const std::size_t len = target - committed_;
-  if (has(kRespectMemoryLimit) && !detail::memory_limit_allows(len)) {
-    return {1, detail::memory_limit_category()};
+  // Charged: what is populated now or (all) written next; untouched pages cost nothing. Pages
+  // given back (trim, release) are not credited: the next reading of the limit sees them, and
+  // until then the headroom errs on the safe side.
+  const std::size_t backed = populate == Populate::all    ? len
+                             : populate == Populate::none ? 0
+                                                          : std::min(len, max_step());
+  std::size_t charged = 0;
+  std::error_code ec = has(kRespectMemoryLimit) ? detail::charge_step(len, backed, &charged)
+                                                : std::error_code{};
+  if (ec) return ec;
+  if ((ec = pal::commit(start, len))) {
+    detail::memory_limit_refund(charged);
+    return ec;
   }
-  if (std::error_code ec = pal::commit(start, len)) return ec;
-  if (has(kPrefault) && populate != Populate::none) {
+  if (has(kPrefault) && backed != 0) {
     // 1. Ask the OS to back the step (Linux MADV_POPULATE_WRITE), then 2. write one byte per
     //    page anyway (the only way elsewhere). After a populate the write costs a store per page,
     //    but on a VM whose host takes back free guest pages (free page reporting) the populate
     //    maps pages without touching them, and the host's fault would otherwise land on the
     //    append that first writes each page (measurements: docs/design.md).
-    //    Storing 0 is safe: the step was never committed or was decommitted, so it holds no live
-    //    data and reads as zero (a read-modify-write would cost a second fault per page where
-    //    nothing was populated: a read maps the shared zero page first).
-    //    With Populate::first_step only the first max_step() bytes are backed; the rest is
-    //    committed and backed on first touch.
-    const std::size_t backed = populate == Populate::all ? len : std::min(len, max_step());
-    std::error_code ec = pal::prefault(start, backed);
+    //    Storing 0 is safe: the step holds no live data and reads as zero (a read-modify-write
+    //    would fault twice where nothing was populated: a read maps the shared zero page first).
+    ec = pal::prefault(start, backed);
     if (!ec || ec == std::errc::not_supported) {
-      // Every 4 KiB, the smallest page of any supported OS, whatever page_size() says: a store
-      // per page on 4 KiB systems, a few redundant ones per page elsewhere.
+      // Every 4 KiB, the smallest page of any supported OS, whatever page_size() says.
       constexpr std::size_t kTouchStride = 4096;
       auto* first = static_cast<volatile unsigned char*>(static_cast<void*>(start));
       for (std::size_t off = 0; off < backed; off += kTouchStride)
@@ -308,9 +302,11 @@ std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept 
       // The OS cannot back the step now (MADV_POPULATE_WRITE says ENOMEM): report it here as a
       // clean error rather than let the first touch meet the OOM killer. Undo the commit.
       (void)pal::decommit(start, len);
+      detail::memory_limit_refund(charged);
       return ec;
     }
   }
+  detail::memory_limit_settle(charged);
   committed_ = target;
   return {};
 }
@@ -320,11 +316,13 @@ void Arena::throw_growth_error(std::size_t bytes, std::error_code ec) const {
     throw std::length_error("reservoir::Arena: cannot grow to " + format_bytes(bytes) +
                             ": the reservation holds " + format_bytes(reserved_));
   }
-  if (ec.category() == detail::memory_limit_category()) {
-    throw OsAllocationError("commit", commit_target(bytes) - committed_, base_ + committed_, ec,
-                            detail::memory_limit_advice());
+  const std::size_t len = commit_target(bytes) - committed_;
+  if (ec == Refusal::memory_limit || ec == Refusal::machine_memory) {
+    throw OsAllocationError("commit", len, base_ + committed_, ec,
+                            ec == Refusal::memory_limit ? detail::memory_limit_advice()
+                                                        : detail::machine_memory_advice(len, len));
   }
-  throw OsAllocationError("commit", commit_target(bytes) - committed_, base_ + committed_, ec);
+  throw OsAllocationError("commit", len, base_ + committed_, ec);
 }
 
 void* Arena::grow_slow(std::size_t n) {

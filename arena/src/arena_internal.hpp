@@ -11,6 +11,17 @@
 
 #include <reservoir/arena.hpp>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define RESERVOIR_ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RESERVOIR_ARENA_ASAN 1
+#endif
+#endif
+#if defined(RESERVOIR_ARENA_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace reservoir::detail {
 
 inline constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
@@ -19,6 +30,15 @@ inline constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
 // systems, 2 GiB on 32-bit ones. Anything larger cannot succeed, so it is a length_error up front.
 inline constexpr std::size_t kMaxReservation =
     sizeof(void*) >= 8 ? (std::size_t{1} << 47) : (std::size_t{1} << 31);
+
+// Clears AddressSanitizer's poison from [p, p+n): a container's annotations may leave some
+// behind (the part of an 8-byte granule past a capacity that ended inside it), and the next
+// owner of a parked or re-mapped range must start from clean memory. Nothing without ASan.
+inline void unpoison([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t n) noexcept {
+#if defined(RESERVOIR_ARENA_ASAN)
+  ASAN_UNPOISON_MEMORY_REGION(p, n);
+#endif
+}
 
 // "0x7f12..." for messages ("%p" prints no 0x on Windows).
 std::string hex_address(const void* p);
@@ -30,17 +50,46 @@ std::error_code reserve_mapping(std::size_t size, void** out) noexcept;
 // A refused release only leaks address space; nobody can be told (destructors), so the bytes are
 // no longer counted either way.
 void release_mapping(void* mapping, std::size_t size) noexcept;
+// A reservation of `size` bytes enters (true) or leaves (false) the cache: parked reservations
+// are counted apart, so they never shrink what a new default array is given.
+void count_parked(std::size_t size, bool parked) noexcept;
+
+// The exception for a request plan() rejected (reservation_cache.cpp).
+[[noreturn]] void throw_plan_error(std::errc e, std::size_t max_bytes);
 
 // ---- memory_limit.cpp: the headroom under the process's memory limit ------------------------
+//
+// A commit step is charged before it is committed: charge() takes the bytes out of the
+// process-wide headroom (failing, and taking nothing, if they do not fit) and counts them as in
+// flight until settle() says they are populated (then the OS's usage figure includes them).
+// refund() gives back a charge whose commit failed; credit() gives back decommitted bytes.
 
-// True if committing `len` more bytes keeps the process within its memory limit (minus the
-// margin); counts the bytes against the current reading.
-bool memory_limit_allows(std::size_t len) noexcept;
-// The category of the error a refused step reports, so the message can name the limit.
-const std::error_category& memory_limit_category() noexcept;
+// Charges `populated` bytes about to be backed; true if they fit (or no limit applies).
+// *charged is what was taken (0 when nothing is checked): what refund/credit may give back.
+bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept;
+// Both checks of a commit step of `committed` bytes, `populated` of them backed at once:
+// machine_can_back(), then memory_limit_charge(); the Refusal if either says no.
+std::error_code charge_step(std::size_t committed, std::size_t populated,
+                            std::size_t* charged) noexcept;
+// The charged bytes are backed now (or will be by the caller's next stores).
+void memory_limit_settle(std::size_t charged) noexcept;
+// The charged step was not committed: its bytes go back to the headroom.
+void memory_limit_refund(std::size_t charged) noexcept;
 // The sentence appended to a refused step's message: the limit, its source, the usage, the
 // margin, and how to raise or turn off the check.
 std::string memory_limit_advice();
+// True unless a commit of `committed` bytes, `populated` of them backed at once, is more than
+// the machine can back (checked only for steps of at least an eighth of its RAM).
+bool machine_can_back(std::size_t committed, std::size_t populated) noexcept;
+// The sentence for a step machine_can_back() refused.
+std::string machine_memory_advice(std::size_t committed, std::size_t populated);
+// fork(): the memory-limit locks held across it (prepare) and released (after, both sides).
+void memory_limit_lock_for_fork() noexcept;
+void memory_limit_unlock_after_fork() noexcept;
+// Registers the process's fork handlers once (reservation_cache.cpp); every file whose locks
+// they cover calls it before first taking them. False if they could not be registered (or the
+// OS has no fork): then the cache stays off.
+bool register_fork_handlers() noexcept;
 
 // ---- reservation_cache.cpp: destroyed arenas' reservations, parked for the next arena ---------
 

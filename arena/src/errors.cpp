@@ -36,12 +36,43 @@ std::string format_bytes(std::size_t bytes) {
   return buf;
 }
 
+namespace {
+class RefusalCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "reservoir"; }
+  std::string message(int value) const override {
+    switch (static_cast<Refusal>(value)) {
+      case Refusal::address_space_budget:
+        return "no address space left for a default reservation";
+      case Refusal::memory_limit:
+        return "the step would cross the process's memory limit";
+      case Refusal::machine_memory:
+        return "the step is more than the machine can back";
+      case Refusal::default_reservation_full:
+        return "the default reservation, made small for lack of address space, is full";
+    }
+    return "reservoir refusal " + std::to_string(value);
+  }
+};
+}  // namespace
+
+const std::error_category& refusal_category() noexcept {
+  static const RefusalCategory c;
+  return c;
+}
+
+std::error_code make_error_code(Refusal r) noexcept {
+  return {static_cast<int>(r), refusal_category()};
+}
+
 OsAllocationError::OsAllocationError(const char* operation, std::size_t bytes, const void* address,
                                      std::error_code error)
     : error_(error) {
   message_ = std::string("cannot ") + operation + " " + format_bytes(bytes);
   message_ += address ? " at " + detail::hex_address(address) : std::string(" of address space");
-  message_ += ": " + pal::describe(error);
+  // reservoir's own refusals have no OS error to describe: their message is the cause.
+  message_ +=
+      ": " + (error.category() == refusal_category() ? error.message() : pal::describe(error));
 }
 
 OsAllocationError::OsAllocationError(const char* operation, std::size_t bytes, const void* address,

@@ -48,8 +48,13 @@ struct ReservationCache {
 
 ReservationCache& cache() {
   // Never destroyed: an arena in a static object may be destroyed after any function-local static
-  // and must still find the cache. What it holds at exit goes back with the process.
-  static ReservationCache* const c = new ReservationCache;
+  // and must still find the cache. What it holds at exit goes back with the process. Without fork
+  // handlers the cache is off, so a forked child never meets a slot another thread held.
+  static ReservationCache* const c = [] {
+    auto* r = new ReservationCache;
+    if (!register_fork_handlers()) r->limit.store(0, std::memory_order_relaxed);
+    return r;
+  }();
   return *c;
 }
 
@@ -111,6 +116,7 @@ void reap_retired(ReservationCache& c) noexcept {
         } catch (...) {
           // no memory for the list's own bookkeeping: release instead
           c.unclaim(p->committed);
+          count_parked(p->mapping_size, false);
           release_mapping(p->mapping, p->mapping_size);
         }
       }
@@ -173,6 +179,7 @@ std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& 
       slot->parked.reset();
       slot->unlock();
       c.unclaim(p.committed);
+      count_parked(p.mapping_size, false);
       return p;
     }
     slot->unlock();
@@ -185,6 +192,7 @@ std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& 
       c.entries[i] = c.entries.back();
       c.entries.pop_back();
       c.unclaim(p.committed);
+      count_parked(p.mapping_size, false);
       return p;
     }
   }
@@ -196,6 +204,7 @@ std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& 
 bool park(const Parked& p) noexcept {
   ReservationCache& c = cache();
   if (!c.claim(p.committed)) return false;
+  count_parked(p.mapping_size, true);  // before it can be taken, so the count never goes below 0
   if (ThreadSlot* slot = my_slot(false)) {
     slot->lock();
     if (!slot->parked) {
@@ -210,6 +219,7 @@ bool park(const Parked& p) noexcept {
     c.entries.push_back(p);
   } catch (...) {
     c.unclaim(p.committed);
+    count_parked(p.mapping_size, false);
     return false;  // no memory for the cache's own bookkeeping: release instead
   }
   return true;
@@ -230,6 +240,7 @@ std::vector<Parked> take_all() noexcept {
         gone.push_back(*p);
       } catch (...) {
         c.unclaim(p->committed);
+        count_parked(p->mapping_size, false);
         release_mapping(p->mapping, p->mapping_size);
       }
     }
@@ -240,6 +251,69 @@ std::vector<Parked> take_all() noexcept {
 }
 
 }  // namespace
+
+// ---- fork: the cache's and the memory limit's locks are held across it -------------------------
+
+namespace {
+
+void fork_prepare() {
+  cache().mutex.lock();
+  memory_limit_lock_for_fork();
+}
+
+void fork_parent() {
+  memory_limit_unlock_after_fork();
+  cache().mutex.unlock();
+}
+
+// In the child only the forking thread exists: every other thread's slot has lost its owner,
+// and one it held busy may be half-written. Those slots are unlinked and freed; the
+// reservations of the ones left consistent (not busy) move to the shared list. The counters
+// are recounted from what is left, since claims made by vanished threads will never complete.
+void fork_child() {
+  memory_limit_unlock_after_fork();
+  ReservationCache& c = cache();
+  ThreadSlot* const mine = my_slot(false);
+  for (ThreadSlot* s = c.slots; s;) {
+    ThreadSlot* const next = s->next;
+    if (s != mine) {
+      if (!s->busy.test(std::memory_order_acquire) && s->parked) {
+        try {
+          c.entries.push_back(*s->parked);
+        } catch (...) {
+          count_parked(s->parked->mapping_size, false);
+          release_mapping(s->parked->mapping, s->parked->mapping_size);
+        }
+      }
+      delete s;
+    }
+    s = next;
+  }
+  c.slots = mine;
+  if (mine) mine->prev = mine->next = nullptr;
+  std::size_t count = c.entries.size(), committed = 0;
+  for (const Parked& p : c.entries)
+    committed += p.committed;
+  if (mine && mine->parked) {
+    ++count;
+    committed += mine->parked->committed;
+  }
+  c.count.store(count, std::memory_order_relaxed);
+  c.committed.store(committed, std::memory_order_relaxed);
+  c.retired.store(0, std::memory_order_relaxed);
+  c.mutex.unlock();
+}
+
+}  // namespace
+
+bool register_fork_handlers() noexcept {
+  // Windows has no fork: nothing to register, and nothing for a child to meet.
+  static const bool ok = [] {
+    const std::error_code ec = pal::at_fork(&fork_prepare, &fork_parent, &fork_child);
+    return !ec || ec == std::errc::not_supported;
+  }();
+  return ok;
+}
 
 [[noreturn]] void throw_plan_error(std::errc e, std::size_t max_bytes) {
   if (e == std::errc::invalid_argument) {
@@ -261,8 +335,10 @@ void set_reservation_cache_limit(std::size_t entries) noexcept {
 }
 
 void clear_reservation_cache() noexcept {
-  for (const detail::Parked& p : detail::take_all())
+  for (const detail::Parked& p : detail::take_all()) {
+    detail::count_parked(p.mapping_size, false);
     detail::release_mapping(p.mapping, p.mapping_size);
+  }
 }
 
 std::size_t reservation_cache_size() noexcept {

@@ -58,9 +58,28 @@ std::error_code last_error() noexcept {
   return os_error(errno);
 }
 
+// Turns thread cancellation off for its scope. open(), read() and close() are cancellation
+// points, and the functions that call them here are noexcept: a cancellation acted on inside
+// them would unwind through noexcept code, which ends the process (std::terminate). A
+// cancellation requested meanwhile stays pending for the thread's next cancellation point.
+class CancellationOff {
+ public:
+  CancellationOff() noexcept : ok_(::pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_) == 0) {}
+  ~CancellationOff() {
+    if (ok_) (void)::pthread_setcancelstate(old_, &old_);  // restoring a valid state cannot fail
+  }
+  CancellationOff(const CancellationOff&) = delete;
+  CancellationOff& operator=(const CancellationOff&) = delete;
+
+ private:
+  int old_ = PTHREAD_CANCEL_ENABLE;
+  bool ok_;
+};
+
 #if defined(__linux__)
 // Reads "Key:   123 kB" from a /proc file; returns the number times 1024, or 0.
 std::size_t read_proc_kib(const char* path, const char* key) noexcept {
+  const CancellationOff no_cancel;
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   char buf[8192];
@@ -392,6 +411,7 @@ std::size_t current_rss() noexcept {
 
 std::error_code reset_peak_rss() noexcept {
 #if defined(__linux__)
+  const CancellationOff no_cancel;
   int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
   if (fd < 0) return last_error();
   ssize_t n = ::write(fd, "5", 1);
@@ -426,6 +446,7 @@ namespace {
 
 // The whole of a small file (/proc, cgroupfs), or "" if it cannot be read.
 std::string read_small_file(const std::string& path) {
+  const CancellationOff no_cancel;
   std::string out;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;
@@ -706,6 +727,74 @@ std::error_code run_process(const std::string& path, const std::vector<std::stri
     result.signal = WTERMSIG(status);
   }
   *out = std::move(result);
+  return {};
+}
+
+// ---- limits of the machine and the process, and fork ------------------------------------------
+
+bool machine_memory(MachineMemory* out) noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return false;
+#if defined(__linux__)
+  const CancellationOff no_cancel;
+  int fd = ::open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[8192];
+  std::size_t len = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf + len, sizeof(buf) - 1 - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    len += static_cast<std::size_t>(n);
+    if (len == sizeof(buf) - 1) break;
+  }
+  (void)::close(fd);  // a read-only file: nothing is lost if close reports an error
+  buf[len] = '\0';
+  MachineMemory m;
+  const struct {
+    const char* key;
+    std::size_t* value;
+  } fields[] = {{"MemTotal:", &m.total},
+                {"MemAvailable:", &m.available},
+                {"SwapTotal:", &m.swap_total},
+                {"SwapFree:", &m.swap_free}};
+  for (const auto& f : fields) {
+    const char* at = std::strstr(buf, f.key);
+    if (at) {
+      *f.value =
+          static_cast<std::size_t>(std::strtoull(at + std::strlen(f.key), nullptr, 10)) * 1024;
+    }
+  }
+  if (m.total == 0) return false;
+  fd = ::open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char mode[8] = {};
+    if (::read(fd, mode, sizeof(mode) - 1) > 0 && mode[0] >= '0' && mode[0] <= '2') {
+      m.overcommit = mode[0] - '0';
+    }
+    (void)::close(fd);
+  }
+  *out = m;
+  return true;
+#else
+  (void)out;
+  return false;
+#endif
+}
+
+bool address_space_limit(AddressSpaceLimit* out) noexcept {
+  struct rlimit lim {};
+  if (::getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return false;
+  out->limit = static_cast<std::size_t>(lim.rlim_cur);
+#if defined(__linux__)
+  out->in_use = read_proc_kib("/proc/self/status", "VmSize");
+#else
+  out->in_use = 0;
+#endif
+  return true;
+}
+
+std::error_code at_fork(void (*prepare)(), void (*parent)(), void (*child)()) noexcept {
+  if (int e = ::pthread_atfork(prepare, parent, child)) return os_error(e);
   return {};
 }
 

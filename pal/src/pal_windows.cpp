@@ -448,4 +448,19 @@ std::error_code run_process(const std::string& path, const std::vector<std::stri
   return {};
 }
 
+// ---- limits of the machine and the process, and fork ------------------------------------------
+
+bool machine_memory(MachineMemory*) noexcept {
+  // VirtualAlloc(MEM_COMMIT) is charged against the commit limit and fails cleanly beyond it.
+  return false;
+}
+
+bool address_space_limit(AddressSpaceLimit*) noexcept {
+  return false;  // Windows has no per-process address-space limit like RLIMIT_AS
+}
+
+std::error_code at_fork(void (*)(), void (*)(), void (*)()) noexcept {
+  return std::make_error_code(std::errc::not_supported);
+}
+
 }  // namespace reservoir::pal

@@ -18,6 +18,12 @@
 #include <reservoir/pal.hpp>
 
 namespace reservoir {
+enum class Refusal : int;
+}  // namespace reservoir
+template <>
+struct std::is_error_code_enum<reservoir::Refusal> : std::true_type {};
+
+namespace reservoir {
 
 // Thrown when the OS refuses to reserve or commit memory. It is a std::bad_alloc, so code that
 // handles out-of-memory already handles it; what() names the operation, the size, the address and
@@ -36,6 +42,26 @@ class OsAllocationError : public std::bad_alloc {
   std::string message_;
   std::error_code error_;
 };
+
+// Refusals reservoir decides itself, before or instead of an OS call: the error code of an
+// OsAllocationError whose cause is one of its own limits rather than an OS error. The message
+// names the limit, its figure and how to raise it.
+enum class Refusal : int {
+  // A default array cannot be given even the smallest default reservation: the address-space
+  // budget or the process's address-space limit (RLIMIT_AS, `ulimit -v`) is spent.
+  address_space_budget = 1,
+  // The commit step would take the process past its memory limit (a cgroup's, or
+  // set_memory_limit()) minus the margin.
+  memory_limit,
+  // The commit step asks for more than the machine can back (RAM and swap).
+  machine_memory,
+  // A default array reached the end of a reservation that was made smaller than the default
+  // because address space was short: out of memory for it, as for std::vector.
+  default_reservation_full,
+};
+// The category of Refusal codes ("reservoir").
+const std::error_category& refusal_category() noexcept;
+std::error_code make_error_code(Refusal r) noexcept;
 
 // "64 KiB", "1.5 GiB", "100 B": IEC units for messages.
 std::string format_bytes(std::size_t bytes);
@@ -121,10 +147,18 @@ std::size_t reserved_address_space() noexcept;
 std::size_t address_space_budget() noexcept;
 // Sets the budget in bytes; 0 goes back to the automatic one. Thread-safe.
 void set_address_space_budget(std::size_t bytes) noexcept;
-// What a default-sized container should reserve now, given that it would like `preferred` bytes:
-// `preferred` while reserved_address_space() + preferred stays within a quarter of the budget,
-// else min(preferred, 1 GiB) while the total stays within the budget, else min(preferred, 64 MiB).
+// What a default-sized container should reserve now, given that it would like `preferred` bytes.
+// Parked reservations (the cache) are not counted: they are released when a reservation needs
+// their room: `preferred` while the live reservations + preferred stay within a quarter of the
+// budget, else min(preferred, 1 GiB) while the total stays within the budget, else
+// min(preferred, 64 MiB). Under an address-space limit (RLIMIT_AS, `ulimit -v`), where every
+// mapping counts, no more than half of what the limit leaves (limit - VmSize), which replaces the
+// 1 GiB tier where that does not fit; and 0 once 64 MiB or less is left (the container then
+// refuses with Refusal::address_space_budget).
 std::size_t default_reservation_size(std::size_t preferred) noexcept;
+// The sentence a refused default reservation appends: what is reserved, the budget, the
+// RLIMIT_AS in force and how to raise each.
+std::string address_space_advice();
 
 // ---- memory limits -----------------------------------------------------------------------------
 //
@@ -132,10 +166,21 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept;
 // std::vector and for us alike (populating a step does the same). So before each commit step an
 // arena (with respect_memory_limit, the default) compares the step with the headroom left under
 // the effective limit minus a margin (1/32 of the limit, at least 8 MiB) and refuses the step with
-// OsAllocationError if it does not fit. The cgroup's files are read at most once per commit step;
-// a reading is reused for later steps while the headroom it left stays above a quarter of the
-// limit and it is younger than 20 ms (1 s when no limit is set). Memory the rest of the program
-// allocates in between is not seen until the next reading.
+// OsAllocationError (Refusal::memory_limit) if it does not fit. The headroom is one figure for
+// the whole process: each step takes its bytes from it with a compare-and-swap that fails rather
+// than go below the re-read threshold, so threads racing the limit cannot overshoot it together;
+// readings are taken one at a time and subtract what other threads charged but have not yet
+// populated. The margin covers what the kernel counts beyond the arenas' pages (page tables,
+// stacks, the allocator): 4 MiB measured with 16 threads at a 512 MiB limit
+// (docs/memory-limit.md). Only bytes populated at once or about to be written are charged
+// (reserve() charges its first step): committed pages nobody touches cost nothing, and later
+// first touches of them are not checked. Decommits give their charge back. The cgroup's files
+// are read at most once per commit step; a reading is reused for later steps while the headroom
+// it left stays above a quarter of the limit and it is younger than 20 ms (1 s when no limit is
+// set). Memory the rest of the program allocates in between is not seen until the next reading.
+// Independently of any limit, a step of an eighth of the RAM or more is refused
+// (Refusal::machine_memory) if it commits more than RAM + swap under heuristic overcommit, or
+// backs more than MemAvailable + SwapFree: std::vector's allocation would be refused too.
 
 // Kinds of limit for set_memory_limit().
 inline constexpr std::size_t kMemoryLimitAuto = 0;  // the cgroup's (the default)
@@ -234,7 +279,9 @@ class Arena {
 
   // Commits ahead so that committed() >= bytes (rounded up to the granule). Never moves anything.
   // Throws std::length_error past reserved(), OsAllocationError on refusal; arena unchanged then.
-  // The memory-limit check counts all of the new commit, populated or not.
+  // The memory-limit check counts only what is populated (all, the first step, or nothing):
+  // committed pages that are not backed cost nothing until touched, and those later touches are
+  // not checked (a first touch past a cgroup limit meets the OOM killer, as with std::vector).
   void commit(std::size_t bytes, Populate populate = Populate::all);
   bool try_commit(std::size_t bytes, Populate populate = Populate::all) noexcept;
 

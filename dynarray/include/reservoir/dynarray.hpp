@@ -634,6 +634,14 @@ class DynArray {
   }
 
   [[noreturn]] void throw_length_error(const char* op, size_type wanted) const {
+    if (default_reservation_ && max_size_ < default_max_size()) {
+      // The default reservation came out smaller for lack of address space: out of memory, as
+      // std::vector reports it, not a length the caller chose.
+      throw OsAllocationError("grow a default DynArray past its reservation of",
+                              max_size_ * sizeof(T), data_,
+                              make_error_code(Refusal::default_reservation_full),
+                              address_space_advice());
+    }
     throw std::length_error("reservoir::DynArray::" + std::string(op) + ": " +
                             std::to_string(wanted) + " elements exceed max_size() " +
                             std::to_string(max_size()));
@@ -705,13 +713,11 @@ class DynArray {
     return std::nullopt;
   }
   [[noreturn]] static void throw_reserve_error(std::error_code ec) {
-    throw OsAllocationError(
-        "reserve", kMinDefaultReserveBytes, nullptr, ec,
-        "The process has no address space left for another default DynArray (" +
-            format_bytes(reserved_address_space()) +
-            " reserved by reservoir; on Linux each array is also one or two of the "
-            "vm.max_map_count mappings): give arrays an explicit reservoir::max_elements(n), or "
-            "raise the limit (ulimit -v, sysctl vm.max_map_count)");
+    // No OS call made when the budget granted nothing: the refusal is reservoir's own.
+    throw OsAllocationError("reserve", kMinDefaultReserveBytes, nullptr,
+                            ec ? ec : make_error_code(Refusal::address_space_budget),
+                            "The process has no address space left for another default "
+                            "DynArray: " + address_space_advice());
   }
   void adopt(Arena&& a, size_type max_size) noexcept {
     arena_ = std::move(a);

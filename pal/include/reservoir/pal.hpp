@@ -239,4 +239,35 @@ bool set_page_size(std::size_t bytes) noexcept;
 bool decommit_remaps() noexcept;
 }  // namespace testing
 
+// ---- limits of the machine and the process, and fork ------------------------------------------
+//
+// What the arena checks a large commit against, what sizes the default reservation under an
+// address-space limit, and the hook that keeps the library's locks usable in a forked child.
+
+// The machine's memory as the OS reports it now (Linux: one read of /proc/meminfo and of
+// /proc/sys/vm/overcommit_memory). False where the OS commits on reservation anyway (Windows:
+// VirtualAlloc(MEM_COMMIT) itself fails beyond the commit limit) or will not tell.
+struct MachineMemory {
+  std::size_t total = 0;        // RAM (MemTotal)
+  std::size_t available = 0;    // RAM it could give without swapping (MemAvailable)
+  std::size_t swap_total = 0;   // SwapTotal
+  std::size_t swap_free = 0;    // SwapFree
+  int overcommit = -1;          // Linux vm.overcommit_memory (0, 1, 2); -1 where unknown
+};
+bool machine_memory(MachineMemory* out) noexcept;
+
+// The process's address-space limit (POSIX RLIMIT_AS, `ulimit -v`) and how much of it is
+// mapped now (Linux VmSize; elsewhere 0, unknown). False if no such limit is set (and on
+// Windows, which has none).
+struct AddressSpaceLimit {
+  std::size_t limit = 0;
+  std::size_t in_use = 0;
+};
+bool address_space_limit(AddressSpaceLimit* out) noexcept;
+
+// Registers functions fork() runs in the forking thread: `prepare` before the fork, `parent`
+// and `child` after it in each process (POSIX pthread_atfork). std::errc::not_supported on
+// Windows, which has no fork.
+std::error_code at_fork(void (*prepare)(), void (*parent)(), void (*child)()) noexcept;
+
 }  // namespace reservoir::pal
