@@ -122,6 +122,9 @@ bool try_take(LimitState& st, std::int64_t n) noexcept {
   return false;
 }
 
+// Made before main, for the reason the reservation cache is (reservation_cache.cpp).
+[[maybe_unused]] const bool g_made_before_main = (limit_state(), true);
+
 }  // namespace
 
 namespace detail {

@@ -165,6 +165,11 @@ ThreadSlot* my_slot(bool create) noexcept {
   return slot;
 }
 
+// The cache, its thread key and the fork handlers are made before main, while no other thread
+// runs: a fork while another thread ran a function-local static's initializer would leave the
+// child waiting on that static's guard for good.
+[[maybe_unused]] const bool g_made_before_main = (cache(), slot_key(), true);
+
 }  // namespace
 
 std::optional<Parked> take_parked(std::size_t mapping_size, const ArenaOptions& options) noexcept {
