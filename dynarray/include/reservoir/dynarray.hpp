@@ -175,8 +175,8 @@ class DynArray {
   // address space is std::length_error (before any OS call); a refused reservation is
   // OsAllocationError (a std::bad_alloc).
   explicit DynArray(max_elements limit, ArenaOptions options = {})
-      : max_size_(limit.count), arena_(checked_bytes(limit.count), options) {
-    data_ = end_ = cap_ = first_element();
+      : arena_(checked_bytes(limit.count), options), end_(first_element()), cap_(end_),
+        max_size_(limit.count) {
     update_capacity();  // a reservation from the cache arrives with its first pages committed
   }
   explicit DynArray(max_bytes limit, ArenaOptions options = {})
@@ -240,8 +240,8 @@ class DynArray {
   // default-constructed array: the default reservation, which may fall back to less).
   [[nodiscard]] DynArray clone() const {
     // A default-reserved array's copy is reserved the default way too (with its fallback).
-    DynArray copy = arena_.reserved() && !default_reservation_
-                        ? DynArray(max_elements(max_size_), arena_.options())
+    DynArray copy = arena_.reserved() && !default_reservation()
+                        ? DynArray(max_elements(reserved_size()), arena_.options())
                         : DynArray();
     copy.append_range(*this);
     return copy;
@@ -252,31 +252,31 @@ class DynArray {
 
   reference operator[](size_type i) noexcept {
     assert(i < size() && "reservoir::DynArray index out of range");
-    return data_[i];
+    return first_element()[i];
   }
   const_reference operator[](size_type i) const noexcept {
     assert(i < size() && "reservoir::DynArray index out of range");
-    return data_[i];
+    return first_element()[i];
   }
   reference at(size_type i) {
     if (i >= size()) throw_out_of_range("at", i);
-    return data_[i];
+    return first_element()[i];
   }
   const_reference at(size_type i) const {
     if (i >= size()) throw_out_of_range("at", i);
-    return data_[i];
+    return first_element()[i];
   }
   reference front() noexcept { return (*this)[0]; }
   const_reference front() const noexcept { return (*this)[0]; }
   reference back() noexcept { return (*this)[size() - 1]; }
   const_reference back() const noexcept { return (*this)[size() - 1]; }
-  T* data() noexcept { return data_; }
-  const T* data() const noexcept { return data_; }
+  T* data() noexcept { return first_element(); }
+  const T* data() const noexcept { return first_element(); }
 
   // ---- iterators (contiguous, and never invalidated by growth) ----------------------------------
 
-  iterator begin() noexcept { return make_iterator(data_); }
-  const_iterator begin() const noexcept { return make_iterator(data_); }
+  iterator begin() noexcept { return make_iterator(first_element()); }
+  const_iterator begin() const noexcept { return make_iterator(first_element()); }
   const_iterator cbegin() const noexcept { return begin(); }
   iterator end() noexcept { return make_iterator(end_); }
   const_iterator end() const noexcept { return make_iterator(end_); }
@@ -291,12 +291,14 @@ class DynArray {
   // ---- capacity
   // ----------------------------------------------------------------------------------
 
-  [[nodiscard]] bool empty() const noexcept { return end_ == data_; }
-  size_type size() const noexcept { return static_cast<size_type>(end_ - data_); }
+  [[nodiscard]] bool empty() const noexcept { return end_ == first_element(); }
+  size_type size() const noexcept { return static_cast<size_type>(end_ - first_element()); }
   // Elements that fit in committed memory; appends up to it make no system call.
-  size_type capacity() const noexcept { return static_cast<size_type>(cap_ - data_); }
+  size_type capacity() const noexcept { return static_cast<size_type>(cap_ - first_element()); }
   // The reservation: the most elements this array can ever hold.
-  size_type max_size() const noexcept { return max_size_ ? max_size_ : default_max_size(); }
+  size_type max_size() const noexcept {
+    return reserved_size() ? reserved_size() : default_max_size();
+  }
   // The arena underneath (committed bytes, granule, options).
   const Arena& arena() const noexcept { return arena_; }
 
@@ -406,9 +408,9 @@ class DynArray {
         if (count > max_size()) throw_length_error("assign", count);
         reserve_populating(count, Arena::Populate::all);
         clear();
-        annotate(end_, data_ + count);
-        std::uninitialized_fill_n(data_, count, value);
-        end_ = data_ + count;
+        annotate(end_, first_element() + count);
+        std::uninitialized_fill_n(first_element(), count, value);
+        end_ = first_element() + count;
         return;
       }
     }
@@ -428,16 +430,16 @@ class DynArray {
       const auto n = static_cast<size_type>(last - first);
       const T* const source = n == 0 ? nullptr : std::to_address(first);
       if (n != 0 && holds(source)) {
-        keep_only(static_cast<size_type>(source - data_), n);
+        keep_only(static_cast<size_type>(source - first_element()), n);
         return;
       }
       if constexpr (std::is_nothrow_constructible_v<T, std::iter_reference_t<It>>) {
         if (n > max_size()) throw_length_error("assign", n);
         reserve_populating(n, Arena::Populate::all);
         clear();
-        annotate(end_, data_ + n);
-        if (n != 0) std::uninitialized_copy_n(source, n, data_);
-        end_ = data_ + n;
+        annotate(end_, first_element() + n);
+        if (n != 0) std::uninitialized_copy_n(source, n, first_element());
+        end_ = first_element() + n;
         return;
       }
     }
@@ -462,7 +464,7 @@ class DynArray {
   // Destroys the last element. On an empty array: std::out_of_range (std::vector leaves it
   // undefined).
   void pop_back() {
-    if (end_ == data_) throw std::out_of_range("reservoir::DynArray::pop_back on an empty array");
+    if (end_ == first_element()) throw std::out_of_range("reservoir::DynArray::pop_back on an empty array");
     --end_;
     std::destroy_at(end_);
     annotate(end_ + 1, end_);
@@ -489,7 +491,7 @@ class DynArray {
       const T copy(value);
       insert_shifting(index, count_checked(count), detail::repeat_source<T>{std::addressof(copy)});
     }
-    return make_iterator(data_ + index);
+    return make_iterator(first_element() + index);
   }
   template <class It>
   requires detail::iterator_pair<It, It> iterator insert(const_iterator pos, It first, It last) {
@@ -498,13 +500,13 @@ class DynArray {
       if (index != size()) {
         const auto n = static_cast<size_type>(detail::pair_distance(first, last));
         insert_shifting(index, n, first);
-        return make_iterator(data_ + index);
+        return make_iterator(first_element() + index);
       }
     }
     const size_type old_size = size();
     append_iterators(first, last);
-    std::rotate(data_ + index, data_ + old_size, data_ + size());
-    return make_iterator(data_ + index);
+    std::rotate(first_element() + index, first_element() + old_size, first_element() + size());
+    return make_iterator(first_element() + index);
   }
   iterator insert(const_iterator pos, std::initializer_list<T> init) {
     return insert_range(pos, init);
@@ -519,13 +521,13 @@ class DynArray {
         const auto n =
             static_cast<size_type>(detail::distance(std::ranges::begin(r), std::ranges::end(r)));
         insert_shifting(index, n, std::ranges::begin(r));
-        return make_iterator(data_ + index);
+        return make_iterator(first_element() + index);
       }
     }
     const size_type old_size = size();
     append_range(std::forward<R>(r));
-    std::rotate(data_ + index, data_ + old_size, data_ + size());
-    return make_iterator(data_ + index);
+    std::rotate(first_element() + index, first_element() + old_size, first_element() + size());
+    return make_iterator(first_element() + index);
   }
 
   template <class... Args>
@@ -533,15 +535,15 @@ class DynArray {
     const size_type index = checked_index("emplace", pos);
     if (index == size()) {
       emplace_back(std::forward<Args>(args)...);
-      return make_iterator(data_ + index);
+      return make_iterator(first_element() + index);
     }
     // As std::vector: the new value is built first (args may refer to an element), the last
     // element moves into the new slot, the rest shift up one place, the value moves into the gap.
     T value(std::forward<Args>(args)...);
     emplace_back(std::move(back()));
-    std::move_backward(data_ + index, end_ - 2, end_ - 1);
-    data_[index] = std::move(value);
-    return make_iterator(data_ + index);
+    std::move_backward(first_element() + index, end_ - 2, end_ - 1);
+    first_element()[index] = std::move(value);
+    return make_iterator(first_element() + index);
   }
 
   iterator erase(const_iterator pos) {
@@ -554,10 +556,10 @@ class DynArray {
     const size_type j = checked_index("erase", last);
     if (i > j) throw std::invalid_argument("reservoir::DynArray::erase: first is after last");
     if (i != j) {
-      std::move(data_ + j, data_ + size(), data_ + i);
+      std::move(first_element() + j, first_element() + size(), first_element() + i);
       erase_tail(size() - (j - i));
     }
-    return make_iterator(data_ + i);
+    return make_iterator(first_element() + i);
   }
 
   // ---- resize
@@ -573,12 +575,10 @@ class DynArray {
 
   void swap(DynArray& other) noexcept {
     using std::swap;
-    swap(data_, other.data_);
     swap(end_, other.end_);
     swap(cap_, other.cap_);
     swap(max_size_, other.max_size_);
     swap(arena_, other.arena_);
-    swap(default_reservation_, other.default_reservation_);
   }
   friend void swap(DynArray& a, DynArray& b) noexcept { a.swap(b); }
 
@@ -593,8 +593,8 @@ class DynArray {
   {
     using Cat =
         decltype(detail::synth_three_way(std::declval<const T&>(), std::declval<const T&>()));
-    const T* i = a.data_;
-    const T* j = b.data_;
+    const T* i = a.first_element();
+    const T* j = b.first_element();
     for (; i != a.end_ && j != b.end_; ++i) {
       if (Cat c = detail::synth_three_way(*i, *j); c != 0) return c;
       ++j;
@@ -619,26 +619,26 @@ class DynArray {
     assert(reinterpret_cast<std::uintptr_t>(first) % alignof(T) == 0);
     return first;
   }
-  // Bytes of the reservation before data_ (0 unless T is aligned beyond a page).
+  // Bytes of the reservation before first_element() (0 unless T is aligned beyond a page).
   size_type data_offset() const noexcept {
     if constexpr (alignof(T) <= detail::kMinBaseAlignment) {
       return 0;
     } else {
-      return static_cast<size_type>(reinterpret_cast<std::byte*>(data_) - arena_.base());
+      return detail::element_offset<T>(arena_.base());
     }
   }
-  // The committed bytes that hold n elements from data_: what the arena is asked to commit or to
-  // keep (it commits a prefix of the reservation, which starts before data_ for an over-aligned T).
+  // The committed bytes that hold n elements from first_element(): what the arena is asked to commit or to
+  // keep (it commits a prefix of the reservation, which starts before first_element() for an over-aligned T).
   size_type bytes_for(size_type n) const noexcept {
     return n == 0 ? 0 : data_offset() + n * sizeof(T);
   }
 
   [[noreturn]] void throw_length_error(const char* op, size_type wanted) const {
-    if (default_reservation_ && max_size_ < default_max_size()) {
+    if (default_reservation() && reserved_size() < default_max_size()) {
       // The default reservation came out smaller for lack of address space: out of memory, as
       // std::vector reports it, not a length the caller chose.
       throw OsAllocationError("grow a default DynArray past its reservation of",
-                              max_size_ * sizeof(T), data_,
+                              reserved_size() * sizeof(T), first_element(),
                               make_error_code(Refusal::default_reservation_full),
                               address_space_advice());
     }
@@ -654,26 +654,29 @@ class DynArray {
 
   size_type checked_index(const char* op, const_iterator it) const {
     const T* pos = it.base();
-    if (pos < data_ || pos > data_ + size()) {
+    if (pos < first_element() || pos > first_element() + size()) {
       throw std::out_of_range("reservoir::DynArray::" + std::string(op) +
                               ": iterator does not point into the array");
     }
-    return static_cast<size_type>(pos - data_);
+    return static_cast<size_type>(pos - first_element());
   }
 
   // Iterators carry the reservation's bounds (used only by checked iterators).
-  const T* reservation_end() const noexcept { return data_ ? data_ + max_size_ : data_; }
-  iterator make_iterator(T* p) noexcept { return iterator(p, data_, reservation_end()); }
+  const T* reservation_end() const noexcept {
+    const T* const first = first_element();
+    return first ? first + reserved_size() : first;
+  }
+  iterator make_iterator(T* p) noexcept { return iterator(p, first_element(), reservation_end()); }
   const_iterator make_iterator(const T* p) const noexcept {
-    return const_iterator(p, data_, reservation_end());
+    return const_iterator(p, first_element(), reservation_end());
   }
 
   // Tells the sanitizers that the live elements now end at new_end instead of old_end, within
-  // the committed [data_, cap_) (detail/annotations.hpp). Nothing without them.
+  // the committed [first_element(), cap_) (detail/annotations.hpp). Nothing without them.
   void annotate([[maybe_unused]] const T* old_end,
                 [[maybe_unused]] const T* new_end) const noexcept {
     if constexpr (detail::kAnnotateContainers) {
-      detail::annotate_contiguous(data_, cap_, old_end, new_end);
+      detail::annotate_contiguous(first_element(), cap_, old_end, new_end);
     }
   }
 
@@ -721,9 +724,8 @@ class DynArray {
   }
   void adopt(Arena&& a, size_type max_size) noexcept {
     arena_ = std::move(a);
-    max_size_ = max_size;
-    default_reservation_ = true;
-    data_ = end_ = cap_ = first_element();
+    max_size_ = max_size | kDefaultReservation;
+    end_ = cap_ = first_element();
     update_capacity();  // a reservation from the cache arrives with its first pages committed
   }
   void ensure_reserved() {
@@ -750,7 +752,7 @@ class DynArray {
     annotate(end_, cap_);
     const size_type offset = data_offset();
     const size_type committed = arena_.committed() > offset ? arena_.committed() - offset : 0;
-    cap_ = data_ + (std::min)(committed / sizeof(T), max_size_);
+    cap_ = first_element() + (std::min)(committed / sizeof(T), reserved_size());
     annotate(cap_, end_);
   }
 
@@ -779,7 +781,7 @@ class DynArray {
 
   // Whether p points at one of the elements.
   bool holds(const T* p) const noexcept {
-    return !std::less<const T*>()(p, data_) && std::less<const T*>()(p, end_);
+    return !std::less<const T*>()(p, first_element()) && std::less<const T*>()(p, end_);
   }
 
   // assign() of n elements read from src (*src, ++src): built past the old elements when both fit
@@ -843,42 +845,42 @@ class DynArray {
   // The new contents were built past the first `old` elements: destroys those and moves the new
   // ones down to the front.
   void replace_front(size_type old, size_type old_capacity) {
-    std::destroy(data_, data_ + old);
+    std::destroy(first_element(), first_element() + old);
     move_down(old, old_capacity);
   }
   // Keeps only the elements [i, i + n) (n >= 1), moved to the front; destroys the others.
   void keep_only(size_type i, size_type n) {
     erase_tail(i + n);
-    std::destroy(data_, data_ + i);
+    std::destroy(first_element(), first_element() + i);
     move_down(i, capacity());
   }
-  // [data_, data_ + gap) holds no live element, [data_ + gap, end_) the contents: moves them to
+  // [first_element(), first_element() + gap) holds no live element, [first_element() + gap, end_) the contents: moves them to
   // the front. If T's move constructor throws, every element is destroyed and the commit undone
   // down to old_capacity.
   void move_down(size_type gap, size_type old_capacity) {
     if (gap == 0) return;
     const size_type n = size() - gap;
-    T* const from = data_ + gap;
+    T* const from = first_element() + gap;
     if constexpr (std::is_trivially_copyable_v<T>) {
-      if (n != 0) std::memmove(static_cast<void*>(data_), from, n * sizeof(T));
+      if (n != 0) std::memmove(static_cast<void*>(first_element()), from, n * sizeof(T));
     } else {
       size_type k = 0;
       try {
         for (; k < n; ++k) {  // slot k is free: it held an old element, or a source moved earlier
-          std::construct_at(data_ + k, std::move(from[k]));
+          std::construct_at(first_element() + k, std::move(from[k]));
           std::destroy_at(from + k);
         }
       } catch (...) {
-        std::destroy(data_, data_ + k);
+        std::destroy(first_element(), first_element() + k);
         std::destroy(from + k, end_);
-        annotate(end_, data_);
-        end_ = data_;
+        annotate(end_, first_element());
+        end_ = first_element();
         undo_commit(old_capacity);
         throw;
       }
     }
-    annotate(end_, data_ + n);
-    end_ = data_ + n;
+    annotate(end_, first_element() + n);
+    end_ = first_element() + n;
   }
 
   size_type count_checked(size_type count) const {
@@ -900,26 +902,26 @@ class DynArray {
     ensure_reserved();
     // The first reservation may have been granted smaller than default_max_size() (the
     // address-space budget, or a refusing OS): check again against what max_size() is now.
-    if (n > max_size_) throw_length_error("reserve", n);
+    if (n > reserved_size()) throw_length_error("reserve", n);
     arena_.commit(bytes_for(n), populate);
     update_capacity();
   }
   bool try_grow_capacity(size_type n) noexcept {
     if (n > max_size() - size() || !try_ensure_reserved()) return false;
-    if (n > max_size_ - size()) return false;  // the reservation came out smaller
+    if (n > reserved_size() - size()) return false;  // the reservation came out smaller
     if (!arena_.try_commit(bytes_for(size() + n))) return false;
     update_capacity();
     return true;
   }
 
-  // Inserts n elements, read in order from src (*src, ++src), before data_ + index < size(): the
+  // Inserts n elements, read in order from src (*src, ++src), before first_element() + index < size(): the
   // one shift of std::vector's insert. The gap is [pos, pos + n); elements that land past the old
   // end are constructed there, the others assigned.
   template <class Src>
   void insert_shifting(size_type index, size_type n, Src src) {
     if (n == 0) return;
     reserve_for_append(n);
-    T* const pos = data_ + index;
+    T* const pos = first_element() + index;
     T* const old_end = end_;
     const auto tail = static_cast<size_type>(old_end - pos);
     if (n <= tail) {
@@ -1011,41 +1013,47 @@ class DynArray {
     }
     const size_type old_capacity = capacity();
     reserve_for_append(n - size());
-    annotate(end_, data_ + n);
+    annotate(end_, first_element() + n);
     try {
       construct(end_, n - size());  // destroys what it built if it throws
     } catch (...) {
-      annotate(data_ + n, end_);
+      annotate(first_element() + n, end_);
       undo_commit(old_capacity);
       throw;
     }
-    end_ = data_ + n;
+    end_ = first_element() + n;
   }
 
   void erase_tail(size_type new_size) noexcept {
-    std::destroy(data_ + new_size, end_);
-    annotate(end_, data_ + new_size);
-    end_ = data_ + new_size;
+    std::destroy(first_element() + new_size, end_);
+    annotate(end_, first_element() + new_size);
+    end_ = first_element() + new_size;
   }
 
   void destroy_all() noexcept { erase_tail(0); }
 
   void steal(DynArray& other) noexcept {
-    data_ = std::exchange(other.data_, nullptr);
+    arena_ = std::move(other.arena_);
     end_ = std::exchange(other.end_, nullptr);
     cap_ = std::exchange(other.cap_, nullptr);
     max_size_ = std::exchange(other.max_size_, 0);
-    arena_ = std::move(other.arena_);
-    default_reservation_ = std::exchange(other.default_reservation_, false);
   }
 
-  T* data_ = nullptr;
+  // The elements reserved, without the flag; 0: the default reservation, not made yet.
+  size_type reserved_size() const noexcept { return max_size_ & ~kDefaultReservation; }
+  // Reserved lazily, the default way (a copy is a default array too).
+  bool default_reservation() const noexcept { return (max_size_ & kDefaultReservation) != 0; }
+  // No reservation holds 2^63 elements of any size: the top bit of max_size_ is free.
+  static constexpr size_type kDefaultReservation = ~(static_cast<size_type>(-1) >> 1);
+
+  // Eight words, as std::vector's three plus the reservation: the first element is the arena's
+  // base (or the first address past it aligned for T), so it is not stored.
+  Arena arena_;
   T* end_ = nullptr;        // one past the last element (std::vector's representation: the append
   T* cap_ = nullptr;        // fast path compares two pointers and stores through one)
-  size_type max_size_ = 0;  // 0: the default reservation, not made yet
-  Arena arena_;
-  bool default_reservation_ = false;  // reserved lazily, the default way
+  size_type max_size_ = 0;  // reserved_size(), with kDefaultReservation when reserved lazily
 };
+static_assert(sizeof(void*) != 8 || sizeof(DynArray<int>) <= 64, "a DynArray is eight words");
 
 template <class It, class S>
 requires detail::iterator_pair<It, S> DynArray(It, S)
