@@ -16,6 +16,8 @@
 #include <reservoir/arena.hpp>
 #include <reservoir/pal.hpp>
 
+#include "pal_testing.hpp"
+
 // AddressSanitizer maps one shadow byte per 8 bytes of memory the program writes, so RSS rises by
 // an eighth more than the data.
 #if defined(__SANITIZE_ADDRESS__)
