@@ -17,6 +17,7 @@
 #include <reservoir/pal.hpp>
 
 #include "pal_testing.hpp"
+#include "platform.hpp"
 
 // AddressSanitizer maps one shadow byte per 8 bytes of memory the program writes, so RSS rises by
 // an eighth more than the data.
@@ -47,6 +48,9 @@ inline constexpr bool kThreadSanitizer = false;
 #endif
 
 namespace test {
+
+// A child process's end and output (the bench's platform code runs the children).
+using reservoir::bench::ProcessResult;
 
 // True when the program runs under valgrind (its preload library is in LD_PRELOAD).
 inline bool under_valgrind() {
@@ -140,8 +144,8 @@ class FaultGuard {
 // A scenario the test binary runs in a child of itself: `reservoir_tests --child NAME`.
 // Its return value is the child's exit code; what it prints to stdout comes back in output.
 void register_child(const std::string& name, std::function<int()> body);
-int run_child_main(const std::string& name);                       // in the child
-reservoir::pal::ProcessResult run_child(const std::string& name);  // in the parent
+int run_child_main(const std::string& name);       // in the child
+ProcessResult run_child(const std::string& name);  // in the parent
 
 struct ChildRegistrar {
   ChildRegistrar(const char* name, std::function<int()> body) { register_child(name, body); }
@@ -155,8 +159,8 @@ struct ChildRegistrar {
   static int RESERVOIR_CONCAT(child_body_, __LINE__)()
 
 // True if the child died of a memory access fault (SIGSEGV/SIGBUS, or an access violation).
-bool died_of_access_violation(const reservoir::pal::ProcessResult& r);
-std::string describe(const reservoir::pal::ProcessResult& r);
+bool died_of_access_violation(const ProcessResult& r);
+std::string describe(const ProcessResult& r);
 
 // Prepares this (child) process to die of a fault in the plain way: default signal disposition,
 // so sanitizers and the test framework do not turn the fault into an ordinary exit.

@@ -16,11 +16,11 @@
 #include "json_mini.hpp"
 #include "mixed.hpp"
 #include "parse.hpp"
+#include "platform.hpp"
 #include "support.hpp"
 
 using reservoir::bench::LogLinearHistogram;
 namespace rb = reservoir::bench;
-namespace pal = reservoir::pal;
 
 TEST_SUITE("bench") {
   TEST_CASE("histogram buckets tile the value range with bounded relative width") {
@@ -125,7 +125,7 @@ TEST_SUITE("bench") {
 
 namespace {
 std::string bench_path() {
-  std::string self = pal::self_executable_path();
+  std::string self = rb::self_executable_path();
   const auto slash = self.find_last_of("/\\");
   REQUIRE(slash != std::string::npos);
   const std::string dir = self.substr(0, slash);
@@ -178,7 +178,7 @@ TEST_SUITE("bench") {
 TEST_SUITE("bench_smoke") {
   TEST_CASE("reservoir-bench runs every requested cell and writes sane JSON") {
     const std::string json_file = "bench_smoke.json";
-    pal::ProcessResult r;
+    rb::ProcessResult r;
     // A 1 GiB reservation: Wine keeps one byte per reserved page, so the default 64 GiB costs
     // 16 MiB of RSS there (not on Windows itself); the band below is about the data. Every
     // element type (the quick tour runs int only).
@@ -202,7 +202,7 @@ TEST_SUITE("bench_smoke") {
                                            "bench_smoke.md",
                                            "--csv",
                                            "bench_smoke.csv"};
-    REQUIRE_FALSE(pal::run_process(bench_path(), args, &r));
+    REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
     INFO(r.output);
     REQUIRE(r.exited);
     REQUIRE(r.exit_code == 0);
@@ -358,8 +358,8 @@ TEST_SUITE("bench_smoke") {
                                           {"--only", "memory,speed"},
                                           {"--cell-budget", "0"},
                                           {"--granule", "1000"}}) {
-      pal::ProcessResult r;
-      REQUIRE_FALSE(pal::run_process(bench_path(), args, &r));
+      rb::ProcessResult r;
+      REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
       CHECK(r.exited);
       CHECK(r.exit_code != 0);
     }
@@ -397,10 +397,10 @@ std::string write_bench_json(const std::string& path, double vector_s, double dy
   return path;
 }
 
-pal::ProcessResult run_compare(std::vector<std::string> args) {
+rb::ProcessResult run_compare(std::vector<std::string> args) {
   args.insert(args.begin(), "compare");
-  pal::ProcessResult r;
-  REQUIRE_FALSE(pal::run_process(bench_path(), args, &r));
+  rb::ProcessResult r;
+  REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
   REQUIRE(r.exited);
   return r;
 }

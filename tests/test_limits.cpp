@@ -99,7 +99,7 @@ RESERVOIR_CHILD("limits.map_count") {
 
 TEST_SUITE("limits") {
   TEST_CASE("under an address-space limit: a clean refusal, the default falls back, nothing lost") {
-    pal::ProcessResult r = test::run_child("limits.address_space");
+    test::ProcessResult r = test::run_child("limits.address_space");
     INFO(r.output);
     CHECK_MESSAGE(r.exited, test::describe(r));
     CHECK(r.exit_code == 0);
@@ -109,7 +109,7 @@ TEST_SUITE("limits") {
 
 #if defined(__linux__)
   TEST_CASE("at vm.max_map_count: a clean refusal and every arena made before intact") {
-    pal::ProcessResult r = test::run_child("limits.map_count");
+    test::ProcessResult r = test::run_child("limits.map_count");
     INFO(r.output);
     CHECK_MESSAGE(r.exited, test::describe(r));
     CHECK(r.exit_code == 0);

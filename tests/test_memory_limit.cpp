@@ -143,13 +143,13 @@ TEST_SUITE("memory_limit") {
       return;
     }
     ::setenv("RESERVOIR_TEST_CGROUP", cg.path.c_str(), 1);
-    const pal::ProcessResult checked = test::run_child("memory_limit.cgroup_checked");
+    const test::ProcessResult checked = test::run_child("memory_limit.cgroup_checked");
     MESSAGE("checked: " << test::describe(checked) << ": " << checked.output);
     CHECK(checked.exited);
     CHECK(checked.exit_code == 0);
     CHECK(checked.output.find("memory limit is 512 MiB") != std::string::npos);
     // The control: the same growth with the check off dies as std::vector's would.
-    const pal::ProcessResult unchecked = test::run_child("memory_limit.cgroup_unchecked");
+    const test::ProcessResult unchecked = test::run_child("memory_limit.cgroup_unchecked");
     MESSAGE("unchecked: " << test::describe(unchecked) << ": " << unchecked.output);
     CHECK_FALSE(unchecked.exited);
     CHECK(unchecked.signal == 9);

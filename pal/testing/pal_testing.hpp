@@ -15,9 +15,8 @@ namespace reservoir::pal {
 // Tests make OS calls fail on purpose. When armed for an operation, the call that would be the
 // (skip+1)-th from now fails with `error` (without calling the OS) `count` times in a row. The
 // check is one relaxed atomic load on calls that already cost a system call.
-// `stats` covers the process statistics (peak_rss, current_rss, cpu_seconds, minor_faults,
-// available_memory, memory_limit): a failed one reports 0 (no limit), as when the OS will not
-// tell.
+// `stats` covers the readings of the memory in use (current_rss, memory_limit): a failed one
+// reports 0 or no limit, as when the OS will not tell.
 // `barrier` covers process_barrier_supported() (an injected failure: not supported) and
 // process_barrier().
 // `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic

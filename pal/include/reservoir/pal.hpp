@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <string>
 #include <system_error>
-#include <vector>
 
 #include <reservoir/version.hpp>
 
@@ -146,56 +145,11 @@ std::string error_name(const std::error_code& ec);
 // "Cannot allocate memory (ENOMEM)": the OS's words plus the symbolic name.
 std::string describe(const std::error_code& ec);
 
-// ---- process statistics (for the bench and tests) ---------------------------------------------
+// ---- resident memory ---------------------------------------------------------------------------
 
-// Peak resident set size of this process in bytes (Linux VmHWM, macOS ru_maxrss in bytes, FreeBSD
-// ru_maxrss in KiB * 1024, Windows PeakWorkingSetSize). 0 if the OS will not tell.
-std::size_t peak_rss() noexcept;
-
-// Current resident set size in bytes (Linux VmRSS, macOS task_info, FreeBSD kinfo_proc, Windows
-// WorkingSetSize). 0 if the OS will not tell.
+// Current resident set size of this process in bytes (Linux VmRSS, macOS task_info, FreeBSD
+// kinfo_proc, Windows WorkingSetSize): the usage a memory limit set by hand
+// (reservoir::set_memory_limit) is checked against. 0 if the OS will not tell.
 std::size_t current_rss() noexcept;
-
-// Resets the peak so that peak_rss() restarts from current_rss() (Linux: "5" to
-// /proc/self/clear_refs). std::errc::not_supported elsewhere.
-std::error_code reset_peak_rss() noexcept;
-
-// User + system CPU time of this process, in seconds.
-double cpu_seconds() noexcept;
-
-// Minor (soft) page faults taken by this process so far.
-std::uint64_t minor_faults() noexcept;
-
-// Physical memory the OS could give this process now without swapping, in bytes (Linux
-// MemAvailable, Windows ullAvailPhys, BSD free+inactive pages). 0 if unknown.
-std::size_t available_memory() noexcept;
-
-// "Linux 6.1.0-13-amd64 x86_64", "Windows 10.0.19045 (Wine 8.0)", "Darwin 23.1.0 arm64".
-std::string os_description();
-
-// True if standard error is an interactive terminal (the bench shows progress only then).
-bool stderr_is_terminal() noexcept;
-
-// ---- processes (bench and tests re-execute themselves to measure or to fault in isolation) -----
-
-struct ProcessResult {
-  bool exited = false;          // ended by returning from main / exit()
-  int exit_code = 0;            // valid if exited
-  int signal = 0;               // POSIX: the signal that killed it; Windows: 0
-  std::uint32_t exception = 0;  // Windows: the NTSTATUS it died of (0xC0000005 access violation)
-  std::string output;           // everything it wrote to stdout
-};
-
-// Path of the running executable. Empty on failure.
-std::string self_executable_path();
-
-// What to execute to start another copy of this very program: on Linux "/proc/self/exe", which
-// names the running image even if its file was replaced since (a rebuild during a bench run),
-// unless that is not the program itself (under valgrind); otherwise self_executable_path().
-std::string self_reexec_path();
-
-// Runs `path` with `args` (argv[1..]), captures its stdout, waits for it. stderr is inherited.
-std::error_code run_process(const std::string& path, const std::vector<std::string>& args,
-                            ProcessResult* out);
 
 }  // namespace reservoir::pal
