@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <ostream>  // doctest prints std::error_code with it
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -85,6 +87,33 @@ inline std::size_t proc_status_kib(const char* key) {
   std::fclose(f);
   return kib;
 }
+
+// A fresh directory under the system's temporary directory, removed with all it holds when this
+// goes out of scope: the one place a test writes files, so a run leaves the source tree (and the
+// working directory) as it found them.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix) {
+    std::random_device entropy;
+    for (;;) {
+      path_ = std::filesystem::temp_directory_path() /
+              (prefix + "-" + std::to_string(entropy()) + std::to_string(entropy()));
+      if (std::filesystem::create_directory(path_)) break;  // false: the name was taken
+    }
+  }
+  ~TempDir() {
+    std::error_code ignored;  // a destructor must not throw; a leftover is harmless
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  // The path of `name` inside the directory.
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 // Counts every construction and destruction; can be told to throw on the n-th construction.
 struct Tracked {

@@ -177,7 +177,8 @@ TEST_SUITE("bench") {
 
 TEST_SUITE("bench_smoke") {
   TEST_CASE("reservoir-bench runs every requested cell and writes sane JSON") {
-    const std::string json_file = "bench_smoke.json";
+    const test::TempDir dir("reservoir-bench-smoke");
+    const std::string json_file = dir.file("bench_smoke.json");
     rb::ProcessResult r;
     // A 1 GiB reservation: Wine keeps one byte per reserved page, so the default 64 GiB costs
     // 16 MiB of RSS there (not on Windows itself); the band below is about the data. Every
@@ -199,9 +200,9 @@ TEST_SUITE("bench_smoke") {
                                            "--json",
                                            json_file,
                                            "--markdown",
-                                           "bench_smoke.md",
+                                           dir.file("bench_smoke.md"),
                                            "--csv",
-                                           "bench_smoke.csv"};
+                                           dir.file("bench_smoke.csv")};
     REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
     INFO(r.output);
     REQUIRE(r.exited);
@@ -409,9 +410,10 @@ rb::ProcessResult run_compare(std::vector<std::string> args) {
 
 TEST_SUITE("bench") {
   TEST_CASE("reservoir-bench compare: exit 0 when no cell's ratio worsened beyond the threshold") {
+    const test::TempDir dir("reservoir-compare");
     // Twice as slow on a machine twice as slow: the ratio to std::vector is unchanged.
-    const auto base = write_bench_json("compare_base.json", 0.2, 0.05);
-    const auto same = write_bench_json("compare_same.json", 0.4, 0.1);
+    const auto base = write_bench_json(dir.file("compare_base.json"), 0.2, 0.05);
+    const auto same = write_bench_json(dir.file("compare_same.json"), 0.4, 0.1);
     const auto r = run_compare({base, same});
     INFO(r.output);
     CHECK(r.exit_code == 0);
@@ -421,8 +423,9 @@ TEST_SUITE("bench") {
   }
 
   TEST_CASE("reservoir-bench compare: exit 1 on a regression, 0 under a looser threshold") {
-    const auto base = write_bench_json("compare_base.json", 0.2, 0.05);    // 4x faster
-    const auto slow = write_bench_json("compare_slow.json", 0.2, 0.0625);  // 3.2x: -20%
+    const test::TempDir dir("reservoir-compare");
+    const auto base = write_bench_json(dir.file("compare_base.json"), 0.2, 0.05);    // 4x faster
+    const auto slow = write_bench_json(dir.file("compare_slow.json"), 0.2, 0.0625);  // 3.2x: -20%
     auto r = run_compare({base, slow});
     INFO(r.output);
     CHECK(r.exit_code == 1);
@@ -431,24 +434,26 @@ TEST_SUITE("bench") {
     r = run_compare({base, slow, "--threshold", "25"});
     CHECK(r.exit_code == 0);
     // Memory: a peak 20% larger relative to std::vector's is a regression too.
-    const auto fat = write_bench_json("compare_fat.json", 0.2, 0.05, false, 4.1e6 * 1.25);
+    const auto fat = write_bench_json(dir.file("compare_fat.json"), 0.2, 0.05, false, 4.1e6 * 1.25);
     r = run_compare({base, fat});
     CHECK(r.exit_code == 1);
     // A regression in an unstable cell is shown, not counted.
-    const auto shaky = write_bench_json("compare_shaky.json", 0.2, 0.0625, true);
+    const auto shaky = write_bench_json(dir.file("compare_shaky.json"), 0.2, 0.0625, true);
     r = run_compare({base, shaky});
     CHECK(r.exit_code == 0);
     CHECK(r.output.find("unstable: not counted") != std::string::npos);
   }
 
   TEST_CASE("reservoir-bench compare: exit 2 on bad input") {
-    const auto base = write_bench_json("compare_base.json", 0.2, 0.05);
+    const test::TempDir dir("reservoir-compare");
+    const auto base = write_bench_json(dir.file("compare_base.json"), 0.2, 0.05);
+    const std::string bad = dir.file("compare_bad.json");
     {
-      std::ofstream f("compare_bad.json");
+      std::ofstream f(bad);
       f << "{\"results\": [ not json";
     }
-    CHECK(run_compare({base, "compare_bad.json"}).exit_code == 2);
-    CHECK(run_compare({base, "compare_missing_file.json"}).exit_code == 2);
+    CHECK(run_compare({base, bad}).exit_code == 2);
+    CHECK(run_compare({base, dir.file("compare_missing_file.json")}).exit_code == 2);
     CHECK(run_compare({base}).exit_code == 2);
     CHECK(run_compare({base, base, "--threshold", "x"}).exit_code == 2);
   }
