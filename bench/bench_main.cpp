@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
                  granule.c_str(), max_step.c_str(), pal::page_size());
     return 2;
   }
-  if (pal::self_executable_path().empty()) {
+  if (rb::self_executable_path().empty()) {
     std::fprintf(stderr, "reservoir-bench: cannot find my own executable to re-run it\n");
     return 1;
   }

@@ -11,11 +11,13 @@
 #include <reservoir/pal.hpp>
 
 #include "parse.hpp"
+#include "platform.hpp"
 
 namespace reservoir::bench::mixed {
 namespace {
 
 namespace pal = reservoir::pal;
+namespace rb = reservoir::bench;
 
 std::string json_escape(const std::string& s) {
   std::string out = "\"";
@@ -33,10 +35,10 @@ std::string json_escape(const std::string& s) {
 }
 
 void run_cell(Cell& cell, std::uint64_t seed) {
-  pal::ProcessResult r;
+  rb::ProcessResult r;
   const std::vector<std::string> args = {"--child-mixed", cell.container, cell.type,
                                          std::to_string(cell.iterations), std::to_string(seed)};
-  if (std::error_code ec = pal::run_process(pal::self_reexec_path(), args, &r)) {
+  if (std::error_code ec = rb::run_process(rb::self_reexec_path(), args, &r)) {
     cell.status = "cannot start child: " + pal::describe(ec);
     return;
   }
@@ -87,7 +89,7 @@ int child_main(int argc, char** argv) {
                           s.count[a]);
     }
     line += fmt::format(" checksum={:016x} elements={} arrays={} peak={}\n", s.checksum, s.elements,
-                        s.arrays, pal::peak_rss());
+                        s.arrays, rb::peak_rss());
     std::fputs(line.c_str(), stdout);
     return 0;
   } catch (const std::exception& e) {
@@ -103,7 +105,7 @@ int child_main(int argc, char** argv) {
 std::vector<Cell> run_table(const TableOptions& options, bool* consistent) {
   std::vector<Cell> cells;
   *consistent = true;
-  const bool progress = options.progress && pal::stderr_is_terminal();
+  const bool progress = options.progress && rb::stderr_is_terminal();
   for (std::uint64_t iterations : options.iterations) {
     for (const std::string& type : options.types) {
       const std::size_t first = cells.size();

@@ -12,6 +12,7 @@
 #include <reservoir/pal.hpp>
 #include <reservoir/reservoir.hpp>
 
+#include "platform.hpp"
 #include "workloads.hpp"
 
 namespace reservoir::bench {
@@ -24,11 +25,11 @@ inline constexpr std::uint64_t kTimelineSamples = 200;
 template <class Cont>
 std::string grow_timeline(Cont& cont, std::uint64_t n) {
   const std::uint64_t every = n / kTimelineSamples > 0 ? n / kTimelineSamples : 1;
-  std::string out = fmt::format("0:{}:{}", pal::current_rss(), pal::peak_rss());
+  std::string out = fmt::format("0:{}:{}", pal::current_rss(), peak_rss());
   for (std::uint64_t i = 0; i < n; ++i) {
     cont.push_back(static_cast<int>(i));
     if ((i + 1) % every == 0 || i + 1 == n) {
-      out += fmt::format(",{}:{}:{}", i + 1, pal::current_rss(), pal::peak_rss());
+      out += fmt::format(",{}:{}:{}", i + 1, pal::current_rss(), peak_rss());
     }
   }
   consume(cont);

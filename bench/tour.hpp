@@ -17,6 +17,7 @@
 #include <reservoir/reservoir.hpp>
 
 #include "parse.hpp"
+#include "platform.hpp"
 #include "table_mixed.hpp"
 #include "workloads.hpp"
 
@@ -117,7 +118,7 @@ int child_main(int argc, char** argv);
 class Progress {
  public:
   Progress(bool enabled, std::size_t cells)
-      : enabled_(enabled && pal::stderr_is_terminal()), cells_(cells) {}
+      : enabled_(enabled && rb::stderr_is_terminal()), cells_(cells) {}
   void show(const std::string& what) {
     ++shown_;
     if (enabled_) {

@@ -36,7 +36,7 @@ std::map<std::string, std::string> run_cell(const Config& cfg, const std::string
     *status = fmt::format("skipped: the run's budget of {:g} s is spent", cfg.total_budget);
     return {};
   }
-  pal::ProcessResult r;
+  rb::ProcessResult r;
   const std::vector<std::string> args = {"--child",
                                          table,
                                          container,
@@ -49,7 +49,7 @@ std::map<std::string, std::string> run_cell(const Config& cfg, const std::string
                                          std::to_string(batch),
                                          fmt::format("{:.12g}", cfg.ns_per_tick),
                                          std::to_string(cfg.reserve_bytes)};
-  if (std::error_code ec = pal::run_process(pal::self_reexec_path(), args, &r)) {
+  if (std::error_code ec = rb::run_process(rb::self_reexec_path(), args, &r)) {
     *status = "cannot start child: " + pal::describe(ec);
     return {};
   }
@@ -95,7 +95,7 @@ std::uint64_t estimate_peak(rb::Container c, rb::Type t, std::uint64_t n, std::u
 // Returns "" if the cell fits in memory, else the reason to skip it.
 std::string skip_reason(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule) {
   const std::uint64_t need = estimate_peak(c, t, n, granule);
-  const std::uint64_t avail = pal::available_memory();
+  const std::uint64_t avail = rb::available_memory();
   if (avail != 0 && static_cast<double>(need) > 0.85 * static_cast<double>(avail)) {
     return fmt::format("skipped: needs ~{}, {} available", format_bytes(need), format_bytes(avail));
   }

@@ -51,7 +51,7 @@ int child_main(int argc, char** argv) {
   }
 #endif
   if (std::string_view(argv[3]) == "none") {  // the idle baseline
-    std::printf("ok peak=%zu\n", pal::peak_rss());
+    std::printf("ok peak=%zu\n", rb::peak_rss());
     return 0;
   }
   // These tables name their own contenders.
@@ -73,7 +73,7 @@ int child_main(int argc, char** argv) {
       rb::NoLatency none;
       rb::with_type(*type,
                     [&]<class T>() { return rb::build<T>(*container, n, options, reserve, none); });
-      const std::size_t peak = pal::peak_rss();
+      const std::size_t peak = rb::peak_rss();
       if (peak == 0) {
         std::printf("error the OS did not report this process's peak memory\n");
         return 3;
@@ -108,7 +108,7 @@ int child_main(int argc, char** argv) {
     } else if (table == "many") {
       const rb::ManyArraysTimes t = rb::many_arrays(argv[3], batch, n, reserve);
       std::printf("ok seconds=%.9g destroy_seconds=%.9g checksum=%llu peak=%zu\n", t.build_seconds,
-                  t.destroy_seconds, static_cast<unsigned long long>(t.checksum), pal::peak_rss());
+                  t.destroy_seconds, static_cast<unsigned long long>(t.checksum), rb::peak_rss());
     } else if (table == "concurrent") {
       const double seconds =
           rb::concurrent_build(argv[3], n, static_cast<unsigned>(batch), options);

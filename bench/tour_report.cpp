@@ -92,7 +92,7 @@ Context make_context(const Config& cfg, std::uint64_t idle) {
   };
   add("reservoir_version", fmt::format("{}.{}.{}", RESERVOIR_VERSION_MAJOR, RESERVOIR_VERSION_MINOR,
                                        RESERVOIR_VERSION_PATCH));
-  add("os", pal::os_description());
+  add("os", rb::os_description());
   std::string cpu = "unknown";
 #if defined(RESERVOIR_BENCH_HAVE_TSC) && (defined(__GNUC__) || defined(__clang__))
   {
@@ -142,7 +142,7 @@ Context make_context(const Config& cfg, std::uint64_t idle) {
   add("clock_overhead_ns",
       fmt::format("{:.1f}", static_cast<double>(cfg.overhead_ticks) * cfg.ns_per_tick));
   add("idle_peak_bytes", std::to_string(idle));
-  add("available_memory_bytes", std::to_string(pal::available_memory()));
+  add("available_memory_bytes", std::to_string(rb::available_memory()));
   add("transparent_huge_pages", rb::thp_mode());
   add("overcommit_memory", rb::overcommit_mode());
   add("hypervisor", rb::hypervisor_present());

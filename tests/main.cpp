@@ -35,15 +35,15 @@ int run_child_main(const std::string& name) {
   return it->second();
 }
 
-reservoir::pal::ProcessResult run_child(const std::string& name) {
-  reservoir::pal::ProcessResult r;
+ProcessResult run_child(const std::string& name) {
+  ProcessResult r;
   std::error_code ec =
-      reservoir::pal::run_process(reservoir::pal::self_reexec_path(), {"--child", name}, &r);
+      reservoir::bench::run_process(reservoir::bench::self_reexec_path(), {"--child", name}, &r);
   REQUIRE_MESSAGE(!ec, "cannot run child " << name << ": " << ec.message());
   return r;
 }
 
-bool died_of_access_violation(const reservoir::pal::ProcessResult& r) {
+bool died_of_access_violation(const ProcessResult& r) {
 #if defined(_WIN32)
   return r.exception == 0xC0000005u;  // STATUS_ACCESS_VIOLATION
 #else
@@ -51,7 +51,7 @@ bool died_of_access_violation(const reservoir::pal::ProcessResult& r) {
 #endif
 }
 
-std::string describe(const reservoir::pal::ProcessResult& r) {
+std::string describe(const ProcessResult& r) {
   if (r.exited) return "exited with code " + std::to_string(r.exit_code);
   if (r.exception) return "died of exception " + std::to_string(r.exception);
   return "killed by signal " + std::to_string(r.signal);

@@ -7,14 +7,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <ostream>  // doctest prints std::error_code with it
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 
 #include <reservoir/arena.hpp>
 #include <reservoir/pal.hpp>
+
+#include "pal_testing.hpp"
+#include "platform.hpp"
 
 // AddressSanitizer maps one shadow byte per 8 bytes of memory the program writes, so RSS rises by
 // an eighth more than the data.
@@ -45,6 +50,9 @@ inline constexpr bool kThreadSanitizer = false;
 #endif
 
 namespace test {
+
+// A child process's end and output (the bench's platform code runs the children).
+using reservoir::bench::ProcessResult;
 
 // True when the program runs under valgrind (its preload library is in LD_PRELOAD).
 inline bool under_valgrind() {
@@ -79,6 +87,33 @@ inline std::size_t proc_status_kib(const char* key) {
   std::fclose(f);
   return kib;
 }
+
+// A fresh directory under the system's temporary directory, removed with all it holds when this
+// goes out of scope: the one place a test writes files, so a run leaves the source tree (and the
+// working directory) as it found them.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix) {
+    std::random_device entropy;
+    for (;;) {
+      path_ = std::filesystem::temp_directory_path() /
+              (prefix + "-" + std::to_string(entropy()) + std::to_string(entropy()));
+      if (std::filesystem::create_directory(path_)) break;  // false: the name was taken
+    }
+  }
+  ~TempDir() {
+    std::error_code ignored;  // a destructor must not throw; a leftover is harmless
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  // The path of `name` inside the directory.
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 // Counts every construction and destruction; can be told to throw on the n-th construction.
 struct Tracked {
@@ -138,8 +173,8 @@ class FaultGuard {
 // A scenario the test binary runs in a child of itself: `reservoir_tests --child NAME`.
 // Its return value is the child's exit code; what it prints to stdout comes back in output.
 void register_child(const std::string& name, std::function<int()> body);
-int run_child_main(const std::string& name);                       // in the child
-reservoir::pal::ProcessResult run_child(const std::string& name);  // in the parent
+int run_child_main(const std::string& name);       // in the child
+ProcessResult run_child(const std::string& name);  // in the parent
 
 struct ChildRegistrar {
   ChildRegistrar(const char* name, std::function<int()> body) { register_child(name, body); }
@@ -153,8 +188,8 @@ struct ChildRegistrar {
   static int RESERVOIR_CONCAT(child_body_, __LINE__)()
 
 // True if the child died of a memory access fault (SIGSEGV/SIGBUS, or an access violation).
-bool died_of_access_violation(const reservoir::pal::ProcessResult& r);
-std::string describe(const reservoir::pal::ProcessResult& r);
+bool died_of_access_violation(const ProcessResult& r);
+std::string describe(const ProcessResult& r);
 
 // Prepares this (child) process to die of a fault in the plain way: default signal disposition,
 // so sanitizers and the test framework do not turn the fault into an ordinary exit.

@@ -589,10 +589,10 @@ TEST_SUITE("arena") {
     for (const char* name :
          {"arena.below_base", "arena.past_reservation", "arena.past_committed"}) {
       CAPTURE(name);
-      pal::ProcessResult r = test::run_child(name);
+      test::ProcessResult r = test::run_child(name);
       CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
     }
-    pal::ProcessResult ok = test::run_child("arena.inside_committed");
+    test::ProcessResult ok = test::run_child("arena.inside_committed");
     CHECK(ok.exited);
     CHECK(ok.exit_code == 0);
   }

@@ -16,11 +16,11 @@
 #include "json_mini.hpp"
 #include "mixed.hpp"
 #include "parse.hpp"
+#include "platform.hpp"
 #include "support.hpp"
 
 using reservoir::bench::LogLinearHistogram;
 namespace rb = reservoir::bench;
-namespace pal = reservoir::pal;
 
 TEST_SUITE("bench") {
   TEST_CASE("histogram buckets tile the value range with bounded relative width") {
@@ -125,7 +125,7 @@ TEST_SUITE("bench") {
 
 namespace {
 std::string bench_path() {
-  std::string self = pal::self_executable_path();
+  std::string self = rb::self_executable_path();
   const auto slash = self.find_last_of("/\\");
   REQUIRE(slash != std::string::npos);
   const std::string dir = self.substr(0, slash);
@@ -177,8 +177,9 @@ TEST_SUITE("bench") {
 
 TEST_SUITE("bench_smoke") {
   TEST_CASE("reservoir-bench runs every requested cell and writes sane JSON") {
-    const std::string json_file = "bench_smoke.json";
-    pal::ProcessResult r;
+    const test::TempDir dir("reservoir-bench-smoke");
+    const std::string json_file = dir.file("bench_smoke.json");
+    rb::ProcessResult r;
     // A 1 GiB reservation: Wine keeps one byte per reserved page, so the default 64 GiB costs
     // 16 MiB of RSS there (not on Windows itself); the band below is about the data. Every
     // element type (the quick tour runs int only).
@@ -199,10 +200,10 @@ TEST_SUITE("bench_smoke") {
                                            "--json",
                                            json_file,
                                            "--markdown",
-                                           "bench_smoke.md",
+                                           dir.file("bench_smoke.md"),
                                            "--csv",
-                                           "bench_smoke.csv"};
-    REQUIRE_FALSE(pal::run_process(bench_path(), args, &r));
+                                           dir.file("bench_smoke.csv")};
+    REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
     INFO(r.output);
     REQUIRE(r.exited);
     REQUIRE(r.exit_code == 0);
@@ -358,8 +359,8 @@ TEST_SUITE("bench_smoke") {
                                           {"--only", "memory,speed"},
                                           {"--cell-budget", "0"},
                                           {"--granule", "1000"}}) {
-      pal::ProcessResult r;
-      REQUIRE_FALSE(pal::run_process(bench_path(), args, &r));
+      rb::ProcessResult r;
+      REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
       CHECK(r.exited);
       CHECK(r.exit_code != 0);
     }
@@ -397,10 +398,10 @@ std::string write_bench_json(const std::string& path, double vector_s, double dy
   return path;
 }
 
-pal::ProcessResult run_compare(std::vector<std::string> args) {
+rb::ProcessResult run_compare(std::vector<std::string> args) {
   args.insert(args.begin(), "compare");
-  pal::ProcessResult r;
-  REQUIRE_FALSE(pal::run_process(bench_path(), args, &r));
+  rb::ProcessResult r;
+  REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
   REQUIRE(r.exited);
   return r;
 }
@@ -409,9 +410,10 @@ pal::ProcessResult run_compare(std::vector<std::string> args) {
 
 TEST_SUITE("bench") {
   TEST_CASE("reservoir-bench compare: exit 0 when no cell's ratio worsened beyond the threshold") {
+    const test::TempDir dir("reservoir-compare");
     // Twice as slow on a machine twice as slow: the ratio to std::vector is unchanged.
-    const auto base = write_bench_json("compare_base.json", 0.2, 0.05);
-    const auto same = write_bench_json("compare_same.json", 0.4, 0.1);
+    const auto base = write_bench_json(dir.file("compare_base.json"), 0.2, 0.05);
+    const auto same = write_bench_json(dir.file("compare_same.json"), 0.4, 0.1);
     const auto r = run_compare({base, same});
     INFO(r.output);
     CHECK(r.exit_code == 0);
@@ -421,8 +423,9 @@ TEST_SUITE("bench") {
   }
 
   TEST_CASE("reservoir-bench compare: exit 1 on a regression, 0 under a looser threshold") {
-    const auto base = write_bench_json("compare_base.json", 0.2, 0.05);    // 4x faster
-    const auto slow = write_bench_json("compare_slow.json", 0.2, 0.0625);  // 3.2x: -20%
+    const test::TempDir dir("reservoir-compare");
+    const auto base = write_bench_json(dir.file("compare_base.json"), 0.2, 0.05);    // 4x faster
+    const auto slow = write_bench_json(dir.file("compare_slow.json"), 0.2, 0.0625);  // 3.2x: -20%
     auto r = run_compare({base, slow});
     INFO(r.output);
     CHECK(r.exit_code == 1);
@@ -431,24 +434,26 @@ TEST_SUITE("bench") {
     r = run_compare({base, slow, "--threshold", "25"});
     CHECK(r.exit_code == 0);
     // Memory: a peak 20% larger relative to std::vector's is a regression too.
-    const auto fat = write_bench_json("compare_fat.json", 0.2, 0.05, false, 4.1e6 * 1.25);
+    const auto fat = write_bench_json(dir.file("compare_fat.json"), 0.2, 0.05, false, 4.1e6 * 1.25);
     r = run_compare({base, fat});
     CHECK(r.exit_code == 1);
     // A regression in an unstable cell is shown, not counted.
-    const auto shaky = write_bench_json("compare_shaky.json", 0.2, 0.0625, true);
+    const auto shaky = write_bench_json(dir.file("compare_shaky.json"), 0.2, 0.0625, true);
     r = run_compare({base, shaky});
     CHECK(r.exit_code == 0);
     CHECK(r.output.find("unstable: not counted") != std::string::npos);
   }
 
   TEST_CASE("reservoir-bench compare: exit 2 on bad input") {
-    const auto base = write_bench_json("compare_base.json", 0.2, 0.05);
+    const test::TempDir dir("reservoir-compare");
+    const auto base = write_bench_json(dir.file("compare_base.json"), 0.2, 0.05);
+    const std::string bad = dir.file("compare_bad.json");
     {
-      std::ofstream f("compare_bad.json");
+      std::ofstream f(bad);
       f << "{\"results\": [ not json";
     }
-    CHECK(run_compare({base, "compare_bad.json"}).exit_code == 2);
-    CHECK(run_compare({base, "compare_missing_file.json"}).exit_code == 2);
+    CHECK(run_compare({base, bad}).exit_code == 2);
+    CHECK(run_compare({base, dir.file("compare_missing_file.json")}).exit_code == 2);
     CHECK(run_compare({base}).exit_code == 2);
     CHECK(run_compare({base, base, "--threshold", "x"}).exit_code == 2);
   }

@@ -229,7 +229,7 @@ TEST_SUITE("dynarray") {
          {"iterators.deref_value_initialised", "iterators.deref_past_reservation",
           "iterators.arithmetic_out_of_reservation", "iterators.different_arrays"}) {
       CAPTURE(name);
-      const pal::ProcessResult r = test::run_child(name);
+      const test::ProcessResult r = test::run_child(name);
 #if defined(_WIN32)
       CHECK_MESSAGE(r.exited, test::describe(r));
       CHECK_MESSAGE(r.exit_code == 3, test::describe(r));  // abort() on Windows
@@ -248,13 +248,13 @@ TEST_SUITE("dynarray") {
 
 #if RESERVOIR_SANITIZER_ANNOTATIONS
   TEST_CASE("AddressSanitizer reports a read past size() inside committed memory") {
-    const pal::ProcessResult r = test::run_child("annotations.read_past_size");
+    const test::ProcessResult r = test::run_child("annotations.read_past_size");
     CHECK_MESSAGE(!(r.exited && r.exit_code == 0), test::describe(r));
     CHECK(r.output == "committed\nasan: container-overflow\n");
   }
 
   TEST_CASE("AddressSanitizer: a parked reservation whose capacity ended mid-granule is clean") {
-    const pal::ProcessResult r = test::run_child("annotations.odd_size_reuse");
+    const test::ProcessResult r = test::run_child("annotations.odd_size_reuse");
     CHECK_MESSAGE((r.exited && r.exit_code == 0), test::describe(r) << ": " << r.output);
     CHECK(r.output == "reused\n");
   }

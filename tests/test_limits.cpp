@@ -163,7 +163,7 @@ RESERVOIR_CHILD("limits.map_count") {
 
 TEST_SUITE("limits") {
   TEST_CASE("under an address-space limit: a clean refusal, the default falls back, nothing lost") {
-    pal::ProcessResult r = test::run_child("limits.address_space");
+    test::ProcessResult r = test::run_child("limits.address_space");
     INFO(r.output);
     CHECK_MESSAGE(r.exited, test::describe(r));
     CHECK(r.exit_code == 0);
@@ -172,14 +172,14 @@ TEST_SUITE("limits") {
   }
 
   TEST_CASE("under a 1 GiB RLIMIT_AS a default array holds at least half what std::vector does") {
-    pal::ProcessResult r = test::run_child("limits.rlimit_as_vs_vector");
+    test::ProcessResult r = test::run_child("limits.rlimit_as_vs_vector");
     MESSAGE(test::describe(r) << ": " << r.output);
     CHECK(r.exited);
     CHECK(r.exit_code == 0);
   }
 
   TEST_CASE("a refusal no OS call made has its own error code and names limit, figure, remedy") {
-    pal::ProcessResult r = test::run_child("limits.refusal_message");
+    test::ProcessResult r = test::run_child("limits.refusal_message");
     MESSAGE(test::describe(r) << ": " << r.output);
     CHECK(r.exited);
     CHECK(r.exit_code == 0);
@@ -191,7 +191,7 @@ TEST_SUITE("limits") {
 
 #if defined(__linux__)
   TEST_CASE("at vm.max_map_count: a clean refusal and every arena made before intact") {
-    pal::ProcessResult r = test::run_child("limits.map_count");
+    test::ProcessResult r = test::run_child("limits.map_count");
     INFO(r.output);
     CHECK_MESSAGE(r.exited, test::describe(r));
     CHECK(r.exit_code == 0);
@@ -248,7 +248,7 @@ RESERVOIR_CHILD("limits.memory_limit_message") {
 
 TEST_SUITE("limits") {
   TEST_CASE("a destroyed 16 TiB array's parked reservation does not shrink later default arrays") {
-    pal::ProcessResult r = test::run_child("limits.parked_huge");
+    test::ProcessResult r = test::run_child("limits.parked_huge");
     MESSAGE(test::describe(r) << ": " << r.output);
     CHECK(r.exited);
     CHECK(r.exit_code == 0);
@@ -259,7 +259,7 @@ TEST_SUITE("limits") {
       MESSAGE("skipped: this OS does not report the resident set");
       return;
     }
-    pal::ProcessResult r = test::run_child("limits.memory_limit_message");
+    test::ProcessResult r = test::run_child("limits.memory_limit_message");
     MESSAGE(test::describe(r) << ": " << r.output);
     CHECK(r.exited);
     CHECK(r.exit_code == 0);

@@ -120,7 +120,7 @@ std::string kind_name(CgroupKind kind) {
 
 // Runs child scenario `name` in a fresh memory cgroup of `limit` bytes of the given kind; false
 // (and a printed reason) if no such cgroup can be made here.
-bool run_in_cgroup(const char* name, std::size_t limit, CgroupKind kind, pal::ProcessResult* r) {
+bool run_in_cgroup(const char* name, std::size_t limit, CgroupKind kind, test::ProcessResult* r) {
   TestCgroup cg(limit, kind);
   if (cg.path.empty()) {
     MESSAGE("cgroup " << kind_name(kind) << " skipped: " << cg.why_not
@@ -286,13 +286,13 @@ TEST_SUITE("memory_limit") {
       return;
     }
     ::setenv("RESERVOIR_TEST_CGROUP", cg.path.c_str(), 1);
-    const pal::ProcessResult checked = test::run_child("memory_limit.cgroup_checked");
+    const test::ProcessResult checked = test::run_child("memory_limit.cgroup_checked");
     MESSAGE("checked: " << test::describe(checked) << ": " << checked.output);
     CHECK(checked.exited);
     CHECK(checked.exit_code == 0);
     CHECK(checked.output.find("memory limit is 512 MiB") != std::string::npos);
     // The control: the same growth with the check off dies as std::vector's would.
-    const pal::ProcessResult unchecked = test::run_child("memory_limit.cgroup_unchecked");
+    const test::ProcessResult unchecked = test::run_child("memory_limit.cgroup_unchecked");
     MESSAGE("unchecked: " << test::describe(unchecked) << ": " << unchecked.output);
     CHECK_FALSE(unchecked.exited);
     CHECK(unchecked.signal == 9);
@@ -305,7 +305,7 @@ TEST_SUITE("memory_limit") {
     for (CgroupKind kind : {CgroupKind::v2, CgroupKind::v1}) {
       int kills = 0, failures = 0, ran = 0;
       for (int round = 0; round < kRounds; ++round) {
-        pal::ProcessResult r;
+        test::ProcessResult r;
         if (!run_in_cgroup("memory_limit.threads_race", std::size_t{512} << 20, kind, &r)) break;
         ++ran;
         if (round == 0 || !r.exited || r.exit_code != 0) {
@@ -325,7 +325,7 @@ TEST_SUITE("memory_limit") {
 
   TEST_CASE("reserve(1 GiB) in a 512 MiB cgroup is accepted (it backs nothing), 100 MiB filled") {
     for (CgroupKind kind : {CgroupKind::v2, CgroupKind::v1}) {
-      pal::ProcessResult r;
+      test::ProcessResult r;
       if (!run_in_cgroup("memory_limit.reserve_beyond_limit", std::size_t{512} << 20, kind, &r))
         continue;
       MESSAGE("cgroup " << kind_name(kind) << ": " << test::describe(r) << ": " << r.output);
@@ -339,7 +339,7 @@ TEST_SUITE("memory_limit") {
     // where no cgroup can be made, as a plain child with a watchdog on its resident set: a weaker
     // net, since ending the process does not stop a populate call already under way (measured:
     // MADV_POPULATE_WRITE ran on to 1.5 GiB after _exit at 1 GiB).
-    pal::ProcessResult r;
+    test::ProcessResult r;
     if (run_in_cgroup("memory_limit.beyond_ram", std::size_t{2} << 30, CgroupKind::any, &r)) {
       MESSAGE("in a cgroup: " << test::describe(r) << ": " << r.output);
     } else {

@@ -15,6 +15,7 @@
 
 #include <reservoir/reservoir.hpp>
 
+#include "platform.hpp"
 #include "support.hpp"
 
 #if !defined(_WIN32)
@@ -149,7 +150,7 @@ RESERVOIR_CHILD("process.cancel_appending_thread") {
 
 TEST_SUITE("threads") {
   TEST_CASE("fork while other threads create and destroy arrays: the child never hangs") {
-    const pal::ProcessResult r = test::run_child("process.fork_while_threads_churn");
+    const test::ProcessResult r = test::run_child("process.fork_while_threads_churn");
     MESSAGE(test::describe(r) << ": " << r.output);
     CHECK(r.exited);
     CHECK(r.exit_code == 0);
@@ -164,7 +165,7 @@ TEST_SUITE("threads") {
       REQUIRE(pid >= 0);
       if (pid == 0) {
         // A fresh program image per run: the scenario must not inherit this process's threads.
-        const std::string self = pal::self_reexec_path();
+        const std::string self = reservoir::bench::self_reexec_path();
         if (kAddressSanitizer) {
           // A cancelled thread's forced unwind leaves scope poison on its stack, which ASan's
           // own thread teardown (removing its alternate signal stack) then reports as

@@ -90,7 +90,7 @@ RESERVOIR_CHILD("scale.address_space_runs_out") {
 
 TEST_SUITE("scale") {
   TEST_CASE("30,000 live default arrays, each able to grow to 1 GiB") {
-    if (reservoir::pal::os_description().find("Wine") != std::string::npos) {
+    if (reservoir::bench::os_description().find("Wine") != std::string::npos) {
       MESSAGE(
           "skipped under Wine, which keeps a byte per reserved page: the ~45 TiB of "
           "reservations would cost it 11 GiB of memory (Windows itself does not)");
@@ -102,7 +102,7 @@ TEST_SUITE("scale") {
           "of reservations (the release, asan and valgrind runs cover it)");
       return;
     }
-    const reservoir::pal::ProcessResult r = test::run_child("scale.many_default_arrays");
+    const test::ProcessResult r = test::run_child("scale.many_default_arrays");
     INFO(test::describe(r));
     MESSAGE(r.output);
     CHECK(r.exited);
@@ -117,7 +117,7 @@ TEST_SUITE("scale") {
           "mappings (the release and valgrind runs cover it)");
       return;
     }
-    const reservoir::pal::ProcessResult r = test::run_child("scale.address_space_runs_out");
+    const test::ProcessResult r = test::run_child("scale.address_space_runs_out");
     INFO(test::describe(r));
     MESSAGE(r.output);
     CHECK(r.exited);

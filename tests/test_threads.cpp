@@ -18,7 +18,7 @@ using reservoir::DynArray;
 namespace {
 // True when the Windows build runs under Wine rather than Windows.
 bool under_wine() {
-  return reservoir::pal::os_description().find("Wine") != std::string::npos;
+  return reservoir::bench::os_description().find("Wine") != std::string::npos;
 }
 }  // namespace
 

@@ -5,6 +5,8 @@
 
 #include <reservoir/pal.hpp>
 
+#include "../testing/pal_testing.hpp"
+
 namespace reservoir::pal::detail {
 
 // Counts the call and, if a test armed `op`, stores the injected error in *ec and returns true.

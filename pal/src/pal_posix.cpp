@@ -7,14 +7,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <bit>
@@ -39,14 +34,11 @@
 #endif
 
 #if defined(__APPLE__)
-#include <mach-o/dyld.h>
 #include <mach/mach.h>
 #elif defined(__FreeBSD__)
 #include <sys/sysctl.h>
 #include <sys/user.h>
 #endif
-
-extern char** environ;
 
 namespace reservoir::pal {
 namespace {
@@ -111,7 +103,7 @@ std::size_t read_proc_kib(const char* path, const char* key) noexcept {
 
 namespace {
 // The kernel's page size, whatever a test forces page_size() to: the unit of the page counts the
-// OS reports (RSS, free memory).
+// OS reports (RSS).
 std::size_t os_page_size() noexcept {
   static const std::size_t size = [] {
     long v = ::sysconf(_SC_PAGESIZE);
@@ -369,22 +361,7 @@ std::error_code testing::out_of_memory_error() noexcept {
   return os_error(ENOMEM);
 }
 
-// ---- process statistics ------------------------------------------------------------------------
-
-std::size_t peak_rss() noexcept {
-  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
-#if RESERVOIR_PAL_LINUX
-  // VmHWM, not ru_maxrss: the kernel carries ru_maxrss across fork+exec from the parent.
-  if (std::size_t v = read_proc_kib("/proc/self/status", "VmHWM")) return v;
-#endif
-  struct rusage ru {};
-  if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-#if defined(__APPLE__)
-  return static_cast<std::size_t>(ru.ru_maxrss);  // bytes on macOS
-#else
-  return static_cast<std::size_t>(ru.ru_maxrss) * 1024;  // KiB on Linux and FreeBSD
-#endif
-}
+// ---- resident memory ---------------------------------------------------------------------------
 
 std::size_t current_rss() noexcept {
   if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
@@ -407,35 +384,6 @@ std::size_t current_rss() noexcept {
 #else
   return 0;
 #endif
-}
-
-std::error_code reset_peak_rss() noexcept {
-#if defined(__linux__)
-  const CancellationOff no_cancel;
-  int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return last_error();
-  ssize_t n = ::write(fd, "5", 1);
-  std::error_code ec = n == 1 ? std::error_code{} : last_error();
-  ::close(fd);
-  return ec;
-#else
-  return std::make_error_code(std::errc::not_supported);
-#endif
-}
-
-double cpu_seconds() noexcept {
-  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
-  struct rusage ru {};
-  if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0.0;
-  auto sec = [](const timeval& tv) { return double(tv.tv_sec) + double(tv.tv_usec) * 1e-6; };
-  return sec(ru.ru_utime) + sec(ru.ru_stime);
-}
-
-std::uint64_t minor_faults() noexcept {
-  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
-  struct rusage ru {};
-  if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-  return static_cast<std::uint64_t>(ru.ru_minflt);
 }
 
 // ---- memory limits
@@ -596,138 +544,6 @@ bool memory_limit(MemoryLimit* out) noexcept {
   (void)out;
   return false;
 #endif
-}
-
-std::size_t available_memory() noexcept {
-  if (std::error_code ec; injected_failure(Op::stats, &ec)) return 0;
-#if defined(__linux__)
-  return read_proc_kib("/proc/meminfo", "MemAvailable");
-#elif defined(__APPLE__)
-  vm_statistics64_data_t vm{};
-  mach_msg_type_number_t count = HOST_VM_INFO64_COUNT;
-  // mach_host_self() hands out a send right each call: give it back, or every call leaks one.
-  const mach_port_t host = mach_host_self();
-  const kern_return_t kr =
-      host_statistics64(host, HOST_VM_INFO64, reinterpret_cast<host_info64_t>(&vm), &count);
-  (void)mach_port_deallocate(mach_task_self(), host);
-  if (kr != KERN_SUCCESS) return 0;
-  return (static_cast<std::size_t>(vm.free_count) + vm.inactive_count) * os_page_size();
-#elif defined(__FreeBSD__)
-  unsigned free_pages = 0, inactive_pages = 0;
-  std::size_t len = sizeof(free_pages);
-  if (::sysctlbyname("vm.stats.vm.v_free_count", &free_pages, &len, nullptr, 0) != 0) return 0;
-  len = sizeof(inactive_pages);
-  if (::sysctlbyname("vm.stats.vm.v_inactive_count", &inactive_pages, &len, nullptr, 0) != 0) {
-    inactive_pages = 0;
-  }
-  return (static_cast<std::size_t>(free_pages) + inactive_pages) * os_page_size();
-#else
-  return 0;
-#endif
-}
-
-std::string os_description() {
-  struct utsname u {};
-  if (::uname(&u) != 0) return "unknown POSIX";
-  return std::string(u.sysname) + " " + u.release + " " + u.machine;
-}
-
-bool stderr_is_terminal() noexcept {
-  return ::isatty(STDERR_FILENO) == 1;
-}
-
-// ---- processes ---------------------------------------------------------------------------------
-
-std::string self_executable_path() {
-#if defined(__linux__)
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return {};
-  return std::string(buf, static_cast<std::size_t>(n));
-#elif defined(__APPLE__)
-  char buf[4096];
-  std::uint32_t size = sizeof(buf);
-  if (_NSGetExecutablePath(buf, &size) != 0) return {};
-  return std::string(buf);
-#elif defined(__FreeBSD__)
-  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PATHNAME, -1};
-  char buf[4096];
-  std::size_t len = sizeof(buf);
-  if (::sysctl(mib, 4, buf, &len, nullptr, 0) != 0 || len == 0) return {};
-  return std::string(buf);
-#else
-  return {};
-#endif
-}
-
-std::string self_reexec_path() {
-  std::string path = self_executable_path();
-#if defined(__linux__)
-  // "/proc/self/exe" is the running image even after its file was replaced, but only when it is
-  // the program itself: under valgrind it is valgrind's tool, while readlink reports the client.
-  struct stat link_target {
-  }, reported{};
-  if (::stat("/proc/self/exe", &link_target) == 0 && ::stat(path.c_str(), &reported) == 0 &&
-      link_target.st_dev == reported.st_dev && link_target.st_ino == reported.st_ino) {
-    return "/proc/self/exe";
-  }
-  if (path.empty()) return "/proc/self/exe";
-#endif
-  return path;
-}
-
-std::error_code run_process(const std::string& path, const std::vector<std::string>& args,
-                            ProcessResult* out) {
-  // 1. A pipe for the child's stdout.
-  int fds[2];
-  if (::pipe(fds) != 0) return last_error();
-  for (int fd : fds) {
-    if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
-      std::error_code ec = last_error();
-      ::close(fds[0]);
-      ::close(fds[1]);
-      return ec;
-    }
-  }
-  // 2. Spawn with the write end as stdout.
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(path.c_str()));
-  for (const std::string& a : args)
-    argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  int rc = ::posix_spawn_file_actions_init(&actions);
-  if (rc == 0) rc = ::posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  pid_t pid = -1;
-  if (rc == 0) rc = ::posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ);
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    return os_error(rc);
-  }
-  // 3. Read until EOF, then reap.
-  ProcessResult result;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fds[0], buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    result.output.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return last_error();
-  }
-  if (WIFEXITED(status)) {
-    result.exited = true;
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  }
-  *out = std::move(result);
-  return {};
 }
 
 // ---- limits of the machine and the process, and fork ------------------------------------------

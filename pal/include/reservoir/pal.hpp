@@ -3,6 +3,8 @@
 // One contract, two implementations: pal/src/pal_posix.cpp (Linux, macOS, FreeBSD) and
 // pal/src/pal_windows.cpp, chosen once in CMakeLists.txt. Every function is noexcept, never prints,
 // never aborts, and reports OS failures as a std::error_code carrying errno / GetLastError().
+// Our tests can make the OS calls fail on purpose through a seam whose header is not installed
+// (pal/testing/pal_testing.hpp).
 //
 // Vocabulary (one word, one meaning):
 //   reserve   - take address space only; touching it faults; costs no RAM and no commit charge.
@@ -17,7 +19,6 @@
 #include <cstdint>
 #include <string>
 #include <system_error>
-#include <vector>
 
 #include <reservoir/version.hpp>
 
@@ -144,100 +145,12 @@ std::string error_name(const std::error_code& ec);
 // "Cannot allocate memory (ENOMEM)": the OS's words plus the symbolic name.
 std::string describe(const std::error_code& ec);
 
-// ---- process statistics (for the bench and tests) ---------------------------------------------
+// ---- resident memory ---------------------------------------------------------------------------
 
-// Peak resident set size of this process in bytes (Linux VmHWM, macOS ru_maxrss in bytes, FreeBSD
-// ru_maxrss in KiB * 1024, Windows PeakWorkingSetSize). 0 if the OS will not tell.
-std::size_t peak_rss() noexcept;
-
-// Current resident set size in bytes (Linux VmRSS, macOS task_info, FreeBSD kinfo_proc, Windows
-// WorkingSetSize). 0 if the OS will not tell.
+// Current resident set size of this process in bytes (Linux VmRSS, macOS task_info, FreeBSD
+// kinfo_proc, Windows WorkingSetSize): the usage a memory limit set by hand
+// (reservoir::set_memory_limit) is checked against. 0 if the OS will not tell.
 std::size_t current_rss() noexcept;
-
-// Resets the peak so that peak_rss() restarts from current_rss() (Linux: "5" to
-// /proc/self/clear_refs). std::errc::not_supported elsewhere.
-std::error_code reset_peak_rss() noexcept;
-
-// User + system CPU time of this process, in seconds.
-double cpu_seconds() noexcept;
-
-// Minor (soft) page faults taken by this process so far.
-std::uint64_t minor_faults() noexcept;
-
-// Physical memory the OS could give this process now without swapping, in bytes (Linux
-// MemAvailable, Windows ullAvailPhys, BSD free+inactive pages). 0 if unknown.
-std::size_t available_memory() noexcept;
-
-// "Linux 6.1.0-13-amd64 x86_64", "Windows 10.0.19045 (Wine 8.0)", "Darwin 23.1.0 arm64".
-std::string os_description();
-
-// True if standard error is an interactive terminal (the bench shows progress only then).
-bool stderr_is_terminal() noexcept;
-
-// ---- processes (bench and tests re-execute themselves to measure or to fault in isolation) -----
-
-struct ProcessResult {
-  bool exited = false;          // ended by returning from main / exit()
-  int exit_code = 0;            // valid if exited
-  int signal = 0;               // POSIX: the signal that killed it; Windows: 0
-  std::uint32_t exception = 0;  // Windows: the NTSTATUS it died of (0xC0000005 access violation)
-  std::string output;           // everything it wrote to stdout
-};
-
-// Path of the running executable. Empty on failure.
-std::string self_executable_path();
-
-// What to execute to start another copy of this very program: on Linux "/proc/self/exe", which
-// names the running image even if its file was replaced since (a rebuild during a bench run),
-// unless that is not the program itself (under valgrind); otherwise self_executable_path().
-std::string self_reexec_path();
-
-// Runs `path` with `args` (argv[1..]), captures its stdout, waits for it. stderr is inherited.
-std::error_code run_process(const std::string& path, const std::vector<std::string>& args,
-                            ProcessResult* out);
-
-// ---- fault injection seam ----------------------------------------------------------------------
-//
-// Tests make OS calls fail on purpose. When armed for an operation, the call that would be the
-// (skip+1)-th from now fails with `error` (without calling the OS) `count` times in a row. The
-// check is one relaxed atomic load on calls that already cost a system call.
-// `stats` covers the process statistics (peak_rss, current_rss, cpu_seconds, minor_faults,
-// available_memory): a failed one reports 0, as when the OS will not tell.
-// `barrier` covers process_barrier_supported() (an injected failure: not supported) and
-// process_barrier().
-// `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
-// build). Injected with ENOMEM (the default) it first unmaps the range, as POSIX allows a failed
-// MAP_FIXED call to have done, so the test sees the worst case; with any other error the mapping
-// stays as it was.
-enum class Op : unsigned {
-  reserve,
-  commit,
-  decommit,
-  release,
-  prefault,
-  stats,
-  remap,
-  barrier,
-  count_
-};
-
-namespace testing {
-void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept;
-void clear() noexcept;  // disarm every operation
-// The number of times `op` was called (including injected failures) since the process started.
-std::uint64_t calls(Op op) noexcept;
-// The error a refused call of the given kind reports on this OS (ENOMEM / ERROR_NOT_ENOUGH_MEMORY).
-std::error_code out_of_memory_error() noexcept;
-// Makes page_size() (and the allocation granularity, where it is the page size) report `bytes`
-// instead of the OS's page size, so that the suites run as on a machine with 16 KiB (Apple
-// arm64) or 64 KiB (some arm64 Linux kernels) pages. `bytes` must be a power of two and a
-// multiple of the real page size; 0 restores the real one. Only before any arena exists.
-// Returns false (and changes nothing) for a size it cannot take.
-bool set_page_size(std::size_t bytes) noexcept;
-// True if decommit re-maps the range (macOS, FreeBSD, the posix-generic build) instead of
-// madvise + mprotect (Linux) or VirtualFree(MEM_DECOMMIT) (Windows).
-bool decommit_remaps() noexcept;
-}  // namespace testing
 
 // ---- limits of the machine and the process, and fork ------------------------------------------
 //

@@ -1,0 +1,56 @@
+// The fault-injection seam of pal, for our own tests only: this header is not installed, and only
+// test targets have its directory on their include path (pal includes it by its relative path).
+// The checks it arms are inside pal's OS wrappers (pal_posix.cpp, pal_windows.cpp), so the code
+// under test is the library as shipped.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <system_error>
+
+#include <reservoir/pal.hpp>
+
+namespace reservoir::pal {
+
+// Tests make OS calls fail on purpose. When armed for an operation, the call that would be the
+// (skip+1)-th from now fails with `error` (without calling the OS) `count` times in a row. The
+// check is one relaxed atomic load on calls that already cost a system call.
+// `stats` covers the readings of the memory in use (current_rss, memory_limit): a failed one
+// reports 0 or no limit, as when the OS will not tell.
+// `barrier` covers process_barrier_supported() (an injected failure: not supported) and
+// process_barrier().
+// `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
+// build). Injected with ENOMEM (the default) it first unmaps the range, as POSIX allows a failed
+// MAP_FIXED call to have done, so the test sees the worst case; with any other error the mapping
+// stays as it was.
+enum class Op : unsigned {
+  reserve,
+  commit,
+  decommit,
+  release,
+  prefault,
+  stats,
+  remap,
+  barrier,
+  count_
+};
+
+namespace testing {
+void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept;
+void clear() noexcept;  // disarm every operation
+// The number of times `op` was called (including injected failures) since the process started.
+std::uint64_t calls(Op op) noexcept;
+// The error a refused call of the given kind reports on this OS (ENOMEM / ERROR_NOT_ENOUGH_MEMORY).
+std::error_code out_of_memory_error() noexcept;
+// Makes page_size() (and the allocation granularity, where it is the page size) report `bytes`
+// instead of the OS's page size, so that the suites run as on a machine with 16 KiB (Apple
+// arm64) or 64 KiB (some arm64 Linux kernels) pages. `bytes` must be a power of two and a
+// multiple of the real page size; 0 restores the real one. Only before any arena exists.
+// Returns false (and changes nothing) for a size it cannot take.
+bool set_page_size(std::size_t bytes) noexcept;
+// True if decommit re-maps the range (macOS, FreeBSD, the posix-generic build) instead of
+// madvise + mprotect (Linux) or VirtualFree(MEM_DECOMMIT) (Windows).
+bool decommit_remaps() noexcept;
+}  // namespace testing
+
+}  // namespace reservoir::pal
