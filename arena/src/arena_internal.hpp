@@ -40,6 +40,23 @@ inline void unpoison([[maybe_unused]] const void* p, [[maybe_unused]] std::size_
 #endif
 }
 
+// round_up for a power-of-two-free `unit`; false on overflow. A unit of 0 (an empty arena's
+// granule) leaves the value as it is.
+inline bool round_up(std::size_t value, std::size_t unit, std::size_t* out) noexcept {
+  if (unit == 0) {
+    *out = value;
+    return true;
+  }
+  const std::size_t rem = value % unit;
+  if (rem == 0) {
+    *out = value;
+    return true;
+  }
+  if (value > kMax - (unit - rem)) return false;
+  *out = value + (unit - rem);
+  return true;
+}
+
 // "0x7f12..." for messages ("%p" prints no 0x on Windows).
 std::string hex_address(const void* p);
 
