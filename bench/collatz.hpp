@@ -1,6 +1,7 @@
 // The Collatz orbit-length workload of Rojc & Depolli, reservoir-bench's collatz table: the orbit
-// length of every n in 1..N, memoised in one growing array shared by all threads. Element i holds the orbit length of i+1; a thread computing n follows the orbit
-// until it drops into the known prefix and adds the memoised length.
+// length of every n in 1..N, memoised in one growing array shared by all threads. Element i holds
+// the orbit length of i+1; a thread computing n follows the orbit until it drops into the known
+// prefix and adds the memoised length.
 #pragma once
 
 #include <chrono>

@@ -74,7 +74,7 @@ std::size_t peak_rss() noexcept {
   // VmHWM, not ru_maxrss: the kernel carries ru_maxrss across fork+exec from the parent.
   if (std::size_t v = proc_kib_line("/proc/self/status", "VmHWM")) return v;
 #endif
-  struct rusage ru {};
+  struct rusage ru{};
   if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
 #if defined(__APPLE__)
   return static_cast<std::size_t>(ru.ru_maxrss);  // bytes on macOS
@@ -111,7 +111,7 @@ std::size_t available_memory() noexcept {
 }
 
 std::string os_description() {
-  struct utsname u {};
+  struct utsname u{};
   if (::uname(&u) != 0) return "unknown POSIX";
   return std::string(u.sysname) + " " + u.release + " " + u.machine;
 }
@@ -149,8 +149,7 @@ std::string self_reexec_path() {
 #if defined(__linux__)
   // "/proc/self/exe" is the running image even after its file was replaced, but only when it is
   // the program itself: under valgrind it is valgrind's tool, while readlink reports the client.
-  struct stat link_target {
-  }, reported{};
+  struct stat link_target{}, reported{};
   if (::stat("/proc/self/exe", &link_target) == 0 && ::stat(path.c_str(), &reported) == 0 &&
       link_target.st_dev == reported.st_dev && link_target.st_ino == reported.st_ino) {
     return "/proc/self/exe";

@@ -187,8 +187,7 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
           n, [&] { return DynArray<T>(reservoir::max_elements(max_size), options); }, rec);
     }
     case Container::vector:
-      return timed_build<T, std::vector<T>>(
-          n, [] { return std::vector<T>(); }, rec);
+      return timed_build<T, std::vector<T>>(n, [] { return std::vector<T>(); }, rec);
     case Container::vector_reserve:
       return timed_build<T, std::vector<T>>(
           n,
@@ -199,8 +198,7 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
           },
           rec);
     case Container::deque:
-      return timed_build<T, std::deque<T>>(
-          n, [] { return std::deque<T>(); }, rec);
+      return timed_build<T, std::deque<T>>(n, [] { return std::deque<T>(); }, rec);
     case Container::vector_populate:
       return timed_build<T, std::vector<T, PopulatingAllocator<T>>>(
           n, [] { return std::vector<T, PopulatingAllocator<T>>(); }, rec);

@@ -40,10 +40,11 @@ int main(int argc, char** argv) {
     if (r == 0) committed_after_warmup = scratch.committed();
   }
   std::printf("%ld requests, checksum %zu\n", requests, checksum);
-  std::printf("committed %s after the first request, %s at the end; %ld later requests "
-              "committed more\n",
-              reservoir::format_bytes(committed_after_warmup).c_str(),
-              reservoir::format_bytes(scratch.committed()).c_str(), growing_requests);
+  std::printf(
+      "committed %s after the first request, %s at the end; %ld later requests "
+      "committed more\n",
+      reservoir::format_bytes(committed_after_warmup).c_str(),
+      reservoir::format_bytes(scratch.committed()).c_str(), growing_requests);
   // Rewinding reused the memory instead of returning and re-acquiring it: committed() never fell.
   return kept_committed ? 0 : 1;
 }

@@ -176,14 +176,20 @@ TEST_SUITE("arena") {
     CHECK(reservoir::reservation_cache_size() == 2);
     ArenaOptions no_reuse;
     no_reuse.reuse_reservation = false;
-    { Arena c(5 * kMiB + 4096, no_reuse); }  // options differ: not taken, not parked
+    {
+      Arena c(5 * kMiB + 4096, no_reuse);
+    }  // options differ: not taken, not parked
     CHECK(reservoir::reservation_cache_size() == 2);
     reservoir::set_reservation_cache_limit(0);
     CHECK(reservoir::reservation_cache_size() == 0);
-    { Arena d(kMiB); }
+    {
+      Arena d(kMiB);
+    }
     CHECK(reservoir::reservation_cache_size() == 0);
     reservoir::set_reservation_cache_limit(16);
-    { Arena e(kMiB); }
+    {
+      Arena e(kMiB);
+    }
     CHECK(reservoir::reservation_cache_size() == 1);
     reservoir::clear_reservation_cache();
     CHECK(reservoir::reservation_cache_size() == 0);
@@ -280,8 +286,8 @@ TEST_SUITE("arena") {
   TEST_CASE("five words: granule and step are packed, rounded and capped, and options() says so") {
     if constexpr (sizeof(void*) == 8) CHECK(sizeof(Arena) == 40);
     ArenaOptions o;
-    o.commit_granule = pal::page_size() + 1;        // rounds up to two pages
-    o.max_commit_step = std::size_t{1} << 40;       // capped at 65535 granules
+    o.commit_granule = pal::page_size() + 1;   // rounds up to two pages
+    o.max_commit_step = std::size_t{1} << 40;  // capped at 65535 granules
     o.huge_pages = true;
     o.guard_pages = false;
     Arena a(64 * kMiB, o);
@@ -430,7 +436,6 @@ TEST_SUITE("arena") {
     CHECK(a.committed() == round_up(2 * kMiB, a.commit_granule()));
     CHECK(a.size() == 0);
   }
-
 
   TEST_CASE("reserve backs what Populate asks for: all, the first step, or nothing") {
     if (const char* why = test::rss_unmeasurable()) {

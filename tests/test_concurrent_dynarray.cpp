@@ -141,7 +141,7 @@ void every_member() {
   CHECK(a.try_emplace_back(5) == std::optional<std::size_t>(4));
   const T block[] = {T(6), T(7)};
   CHECK(a.append_range(block) == 5);  // contiguous: in place
-  std::deque<T> aside;  // not contiguous: built aside, then moved into the block
+  std::deque<T> aside;                // not contiguous: built aside, then moved into the block
   aside.emplace_back(8);
   CHECK(a.append_range(aside) == 7);
   {

@@ -49,7 +49,7 @@ RESERVOIR_CHILD("limits.address_space") {
   }
   // 2. A 4 GiB address-space limit: the default 64 GiB DynArray reservation falls back, an
   //    explicit 8 GiB one is refused.
-  struct rlimit lim {};
+  struct rlimit lim{};
   lim.rlim_cur = lim.rlim_max = rlim_t{4} << 30;
   if (::setrlimit(RLIMIT_AS, &lim) != 0) return 2;
   DynArray<int> fallback;
@@ -74,7 +74,7 @@ RESERVOIR_CHILD("limits.address_space") {
 // vector by doubling (each new buffer allocated while the old one lives, as push_back does), the
 // array by appending 1 MiB at a time. Prints both and the array's exception.
 RESERVOIR_CHILD("limits.rlimit_as_vs_vector") {
-  struct rlimit lim {};
+  struct rlimit lim{};
   lim.rlim_cur = lim.rlim_max = rlim_t{1} << 30;
   if (::setrlimit(RLIMIT_AS, &lim) != 0) return 2;
   std::size_t vector_max = 0;
@@ -120,7 +120,7 @@ RESERVOIR_CHILD("limits.rlimit_as_vs_vector") {
 RESERVOIR_CHILD("limits.refusal_message") {
   const std::size_t vm_size = test::proc_status_kib("VmSize") << 10;
   if (vm_size == 0) return 2;
-  struct rlimit lim {};
+  struct rlimit lim{};
   lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(vm_size + (std::size_t{16} << 20));
   if (::setrlimit(RLIMIT_AS, &lim) != 0) return 2;
   try {

@@ -172,16 +172,16 @@ TEST_SUITE("threads") {
           // stack-use-after-scope inside the runtime: a false positive, avoided without that
           // signal stack.
           const char* opts = std::getenv("ASAN_OPTIONS");
-          const std::string all = std::string(opts ? opts : "") + (opts && *opts ? ":" : "") +
-                                  "use_sigaltstack=0";
+          const std::string all =
+              std::string(opts ? opts : "") + (opts && *opts ? ":" : "") + "use_sigaltstack=0";
           ::setenv("ASAN_OPTIONS", all.c_str(), 1);
         }
         ::execl(self.c_str(), self.c_str(), "--child", "process.cancel_appending_thread",
                 static_cast<char*>(nullptr));
         ::_exit(127);
       }
-      const int r = wait_with_deadline(pid, std::chrono::steady_clock::now() +
-                                                std::chrono::seconds(20));
+      const int r =
+          wait_with_deadline(pid, std::chrono::steady_clock::now() + std::chrono::seconds(20));
       hung += r == 1;
       aborted += r == 2;
     }
@@ -195,8 +195,9 @@ TEST_SUITE("threads") {
 #else
 TEST_SUITE("threads") {
   TEST_CASE("fork and pthread_cancel") {
-    MESSAGE("skipped: no fork/pthread_cancel on Windows, and ThreadSanitizer does not support "
-            "forking a multi-threaded process");
+    MESSAGE(
+        "skipped: no fork/pthread_cancel on Windows, and ThreadSanitizer does not support "
+        "forking a multi-threaded process");
   }
 }
 #endif

@@ -64,7 +64,7 @@ RESERVOIR_CHILD("scale.many_default_arrays") {
 RESERVOIR_CHILD("scale.address_space_runs_out") {
   // A 256 GiB address-space limit (RLIMIT_AS): default arrays are made until the OS refuses;
   // the refusal is a clean OsAllocationError that names the limit and the remedy.
-  struct rlimit lim {};
+  struct rlimit lim{};
   lim.rlim_cur = lim.rlim_max = rlim_t{256} << 30;
   if (::setrlimit(RLIMIT_AS, &lim) != 0) return 2;
   std::vector<DynArray<int>> arrays;

@@ -95,9 +95,10 @@ std::string address_space_advice() {
     if (l.in_use) s += ", of which " + format_bytes(l.in_use) + " are mapped";
     s += " (raise it: ulimit -v)";
   }
-  return s + "; on Linux each array is also one or two of the vm.max_map_count mappings. Give "
-             "arrays an explicit reservoir::max_elements(n), or raise the limits (ulimit -v, "
-             "sysctl vm.max_map_count)";
+  return s +
+         "; on Linux each array is also one or two of the vm.max_map_count mappings. Give "
+         "arrays an explicit reservoir::max_elements(n), or raise the limits (ulimit -v, "
+         "sysctl vm.max_map_count)";
 }
 
 }  // namespace reservoir

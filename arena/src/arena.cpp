@@ -17,12 +17,11 @@ namespace reservoir {
 namespace {
 
 using detail::kMax;
-using detail::round_up;
 using detail::kMaxReservation;
+using detail::round_up;
 
 constexpr std::size_t kUnit = 4096;  // Arena::kUnit
 constexpr std::size_t kMaxStepGranules = std::numeric_limits<std::uint16_t>::max();
-
 
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
@@ -142,10 +141,10 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
 }
 
 std::uint16_t Arena::flags_of(const ArenaOptions& o) noexcept {
-  return static_cast<std::uint16_t>((o.guard_pages ? kGuardPages : 0) | (o.prefault ? kPrefault : 0) |
-                                    (o.reuse_reservation ? kReuseReservation : 0) |
-                                    (o.huge_pages ? kHugePages : 0) |
-                                    (o.respect_memory_limit ? kRespectMemoryLimit : 0));
+  return static_cast<std::uint16_t>(
+      (o.guard_pages ? kGuardPages : 0) | (o.prefault ? kPrefault : 0) |
+      (o.reuse_reservation ? kReuseReservation : 0) | (o.huge_pages ? kHugePages : 0) |
+      (o.respect_memory_limit ? kRespectMemoryLimit : 0));
 }
 
 ArenaOptions Arena::options() const noexcept {
@@ -192,8 +191,7 @@ bool Arena::park_in_cache() noexcept {
   const std::size_t keep = std::min(committed_, keep_limit);
   if (committed_ > keep && pal::decommit(base_ + keep, committed_ - keep)) return false;
   committed_ = keep;
-  return detail::park(
-      detail::Parked{mapping(), mapping_size(), base_, reserved_, keep, options()});
+  return detail::park(detail::Parked{mapping(), mapping_size(), base_, reserved_, keep, options()});
 }
 
 void Arena::release_all() noexcept {

@@ -55,8 +55,8 @@ std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept 
                              : populate == Populate::none ? 0
                                                           : std::min(len, max_step());
   std::size_t charged = 0;
-  std::error_code ec = has(kRespectMemoryLimit) ? detail::charge_step(len, backed, &charged)
-                                                : std::error_code{};
+  std::error_code ec =
+      has(kRespectMemoryLimit) ? detail::charge_step(len, backed, &charged) : std::error_code{};
   if (ec) return ec;
   if ((ec = pal::commit(start, len))) {
     detail::memory_limit_refund(charged);

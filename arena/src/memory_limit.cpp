@@ -35,7 +35,7 @@ struct LimitState {
 LimitState& limit_state() {
   static LimitState* const s = [] {
     (void)detail::register_fork_handlers();  // without them, see reservation_cache.cpp
-    return new LimitState;  // never destroyed, as the cache
+    return new LimitState;                   // never destroyed, as the cache
   }();
   return *s;
 }
@@ -213,8 +213,8 @@ std::string machine_memory_advice(std::size_t committed, std::size_t populated) 
   (void)pal::machine_memory(&m);
   return "The step (" + format_bytes(committed) + " committed, " + format_bytes(populated) +
          " backed at once) is more than this machine can back: " + format_bytes(m.total) +
-         " of RAM (" + format_bytes(m.available) + " available) and " +
-         format_bytes(m.swap_total) + " of swap (" + format_bytes(m.swap_free) +
+         " of RAM (" + format_bytes(m.available) + " available) and " + format_bytes(m.swap_total) +
+         " of swap (" + format_bytes(m.swap_free) +
          " free); use less, add swap, or turn the check off (ArenaOptions::respect_memory_limit)";
 }
 

@@ -58,8 +58,8 @@ ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_
       max_size_(max_size) {
   ready_ = reinterpret_cast<unsigned char*>(ready_arena_.base());
   const auto base = reinterpret_cast<std::uintptr_t>(data_arena_.base());
-  data_offset_ = static_cast<std::uint32_t>(alignment > kMinBaseAlignment ? -base & (alignment - 1)
-                                                                            : 0);
+  data_offset_ =
+      static_cast<std::uint32_t>(alignment > kMinBaseAlignment ? -base & (alignment - 1) : 0);
   if (pal::process_barrier_supported()) mode_.store(kSolo, std::memory_order_relaxed);
 }
 
@@ -156,8 +156,8 @@ void ConcurrentCore::commit_slots(size_type element_size, size_type i, size_type
   // alone their pages are never touched and cost no RAM and no faults: commit them without
   // prefault. Once a block has finished out of order, more marks will be written, and the new
   // pages are backed here in one call rather than by a page fault in an appending thread.
-  const auto populate = out_of_order_.load(std::memory_order_relaxed) ? Arena::Populate::all
-                                                                      : Arena::Populate::none;
+  const auto populate =
+      out_of_order_.load(std::memory_order_relaxed) ? Arena::Populate::all : Arena::Populate::none;
   // On failure data_arena_ keeps a step: harmless, unclaimed.
   ready_arena_.commit(data_cap, populate);
   const size_type flags = (std::min)(ready_arena_.committed(), max_size_);

@@ -131,7 +131,7 @@ std::size_t address_space_size() noexcept {
   std::size_t size = top < (std::uintptr_t{1} << (sizeof(std::uintptr_t) * 8 - 1))
                          ? static_cast<std::size_t>(std::bit_ceil(top + 1))
                          : static_cast<std::size_t>(top);
-  struct rlimit lim {};
+  struct rlimit lim{};
   if (::getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
       static_cast<std::size_t>(lim.rlim_cur) < size) {
     size = static_cast<std::size_t>(lim.rlim_cur);
@@ -377,7 +377,7 @@ std::size_t current_rss() noexcept {
   return static_cast<std::size_t>(info.resident_size);
 #elif defined(__FreeBSD__)
   int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, static_cast<int>(::getpid())};
-  struct kinfo_proc kp {};
+  struct kinfo_proc kp{};
   std::size_t len = sizeof(kp);
   if (::sysctl(mib, 4, &kp, &len, nullptr, 0) != 0) return 0;
   return static_cast<std::size_t>(kp.ki_rssize) * os_page_size();
@@ -598,7 +598,7 @@ bool machine_memory(MachineMemory* out) noexcept {
 }
 
 bool address_space_limit(AddressSpaceLimit* out) noexcept {
-  struct rlimit lim {};
+  struct rlimit lim{};
   if (::getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return false;
   out->limit = static_cast<std::size_t>(lim.rlim_cur);
 #if defined(__linux__)

@@ -98,7 +98,8 @@ std::vector<int> values(const C& c) {
   return out;
 }
 template <class C>
-requires std::same_as<typename C::value_type, std::string> std::vector<int> values(const C& c) {
+  requires std::same_as<typename C::value_type, std::string>
+std::vector<int> values(const C& c) {
   std::vector<int> out;
   for (const auto& x : c)
     out.push_back(std::stoi(x));

@@ -12,7 +12,9 @@
 #include <reservoir/reservoir.hpp>
 
 // The breakpoint: not inlined and not folded away, so the debugger has a frame to break in.
-extern "C" __attribute__((noinline)) void stop_here() { __asm__ volatile("" ::: "memory"); }
+extern "C" __attribute__((noinline)) void stop_here() {
+  __asm__ volatile("" ::: "memory");
+}
 
 // Stand-ins with the member layouts the printers must also read (the class templates' own
 // layouts may move to these): a DynArray whose data is its arena's base (no data_), and a
@@ -79,7 +81,8 @@ int main() {
   // The stand-ins, over plain storage: 3 elements of 4 committed, 4 reserved.
   int storage[4] = {5, 6, 7, 0};
   std::byte* const base = reinterpret_cast<std::byte*>(storage);
-  const reservoir::next_layout::Arena storage_arena{base, 0, sizeof storage, sizeof storage, 1, 512, 1};
+  const reservoir::next_layout::Arena storage_arena{base, 0, sizeof storage, sizeof storage, 1,
+                                                    512,  1};
   reservoir::next_layout::DynArray<int> next_ints{storage + 3, storage + 4, 4, storage_arena};
   reservoir::next_layout::ConcurrentDynArray<int> next_concurrent{4, {storage_arena, {3}, {4}}};
   std::printf("EXPECT next_ints size=3 capacity=4\nEXPECT next_concurrent size=3 capacity=4\n");

@@ -354,12 +354,12 @@ class Arena {
 
   // Five words: a DynArray is this plus three more. Granule, step, the base's offset in its
   // mapping and the options are packed into the last one; plan() rejects what does not fit.
-  std::byte* base_ = nullptr;          // first usable byte (after the lower guard page)
-  std::size_t size_ = 0;               // length
-  std::size_t committed_ = 0;          // bytes from base_ that are committed
-  std::size_t reserved_ = 0;           // usable bytes from base_
-  std::uint32_t granule_units_ = 0;    // first commit step, in kUnit
-  std::uint16_t max_step_granules_ = 0;  // largest commit step, in granules
+  std::byte* base_ = nullptr;                   // first usable byte (after the lower guard page)
+  std::size_t size_ = 0;                        // length
+  std::size_t committed_ = 0;                   // bytes from base_ that are committed
+  std::size_t reserved_ = 0;                    // usable bytes from base_
+  std::uint32_t granule_units_ = 0;             // first commit step, in kUnit
+  std::uint16_t max_step_granules_ = 0;         // largest commit step, in granules
   std::uint16_t offset_flags_ = kDefaultFlags;  // offset() in kUnit above kFlagBits of Flag
 };
 

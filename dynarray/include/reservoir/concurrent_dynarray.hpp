@@ -191,8 +191,8 @@ class ConcurrentDynArray {
   // it through a pointer cannot throw either); any other range is first built aside, so a throw
   // from an iterator or a constructor claims nothing.
   template <std::ranges::input_range R>
-  requires std::constructible_from<T, std::ranges::range_reference_t<R>> size_type
-  append_range(R&& values) {
+    requires std::constructible_from<T, std::ranges::range_reference_t<R>>
+  size_type append_range(R&& values) {
     if constexpr (std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
                   std::is_nothrow_constructible_v<T, std::ranges::range_reference_t<R>>) {
       return append_block(static_cast<size_type>(std::ranges::size(values)),

@@ -79,10 +79,11 @@ constexpr std::iter_difference_t<It> distance(It first, S last) {
 // The standard's exposition-only synth-three-way ([expos.only.entity]): <=> when T has it,
 // otherwise a weak ordering built from <.
 template <class T>
-constexpr auto synth_three_way(const T& x, const T& y) requires requires {
-  { x < y } -> std::convertible_to<bool>;
-  { y < x } -> std::convertible_to<bool>;
-}
+constexpr auto synth_three_way(const T& x, const T& y)
+  requires requires {
+    { x < y } -> std::convertible_to<bool>;
+    { y < x } -> std::convertible_to<bool>;
+  }
 {
   if constexpr (std::three_way_comparable<T>) {
     return x <=> y;
@@ -96,10 +97,10 @@ constexpr auto synth_three_way(const T& x, const T& y) requires requires {
 // A C++17 LegacyInputIterator that may not model std::input_iterator (not default-constructible,
 // or with a non-const operator*): the iterator-pair members accept it, as std::vector's do.
 template <class It>
-concept legacy_input_iterator = requires {
-  typename std::iterator_traits<It>::iterator_category;
-}
-&&std::derived_from<typename std::iterator_traits<It>::iterator_category, std::input_iterator_tag>;
+concept legacy_input_iterator =
+    requires { typename std::iterator_traits<It>::iterator_category; } &&
+    std::derived_from<typename std::iterator_traits<It>::iterator_category,
+                      std::input_iterator_tag>;
 
 // An iterator pair the iterator-pair members take: a C++20 iterator and sentinel, or two
 // LegacyInputIterators of the same type.
@@ -110,8 +111,9 @@ concept iterator_pair = (std::input_iterator<It> && std::sentinel_for<S, It>) ||
 // Whether [first, last) may be walked twice (its length known before copying).
 template <class It>
 concept multi_pass = std::forward_iterator<It> ||
-    (legacy_input_iterator<It>&& std::derived_from<
-        typename std::iterator_traits<It>::iterator_category, std::forward_iterator_tag>);
+                     (legacy_input_iterator<It> &&
+                      std::derived_from<typename std::iterator_traits<It>::iterator_category,
+                                        std::forward_iterator_tag>);
 
 // A source of the same value, for DynArray's insert(pos, n, value): *src and ++src only.
 template <class T>
@@ -175,7 +177,9 @@ class DynArray {
   // address space is std::length_error (before any OS call); a refused reservation is
   // OsAllocationError (a std::bad_alloc).
   explicit DynArray(max_elements limit, ArenaOptions options = {})
-      : arena_(checked_bytes(limit.count), options), end_(first_element()), cap_(end_),
+      : arena_(checked_bytes(limit.count), options),
+        end_(first_element()),
+        cap_(end_),
         max_size_(limit.count) {
     update_capacity();  // a reservation from the cache arrives with its first pages committed
   }
@@ -190,18 +194,21 @@ class DynArray {
   // The elements of `init`, or of [first, last), in an array with the default reservation.
   DynArray(std::initializer_list<T> init) { append_range(init); }
   template <class It, class S>
-  requires detail::iterator_pair<It, S> DynArray(It first, S last) {
+    requires detail::iterator_pair<It, S>
+  DynArray(It first, S last) {
     append_iterators(first, last);
   }
 
 #if defined(__cpp_lib_containers_ranges)
   // The elements of r (C++23 std::from_range), on the default reservation or on the one given.
   template <std::ranges::input_range R>
-  requires std::constructible_from<T, std::ranges::range_reference_t<R>>
-  DynArray(std::from_range_t, R&& r) { append_range(std::forward<R>(r)); }
+    requires std::constructible_from<T, std::ranges::range_reference_t<R>>
+  DynArray(std::from_range_t, R&& r) {
+    append_range(std::forward<R>(r));
+  }
   template <std::ranges::input_range R, class Limit>
-  requires std::constructible_from<T, std::ranges::range_reference_t<R>> &&
-      (std::same_as<Limit, max_elements> || std::same_as<Limit, max_bytes>)
+    requires std::constructible_from<T, std::ranges::range_reference_t<R>> &&
+             (std::same_as<Limit, max_elements> || std::same_as<Limit, max_bytes>)
   DynArray(std::from_range_t, R&& r, Limit limit, ArenaOptions options = {})
       : DynArray(limit, options) {
     append_range(std::forward<R>(r));
@@ -358,7 +365,7 @@ class DynArray {
 
   // Appends every element of r, committing once. Strong guarantee.
   template <std::ranges::input_range R>
-  requires std::constructible_from<T, std::ranges::range_reference_t<R>>
+    requires std::constructible_from<T, std::ranges::range_reference_t<R>>
   void append_range(R&& r) {
     if constexpr (std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
                   std::is_trivially_copyable_v<T> &&
@@ -423,7 +430,7 @@ class DynArray {
     }
   }
   template <class It, class S>
-  requires detail::iterator_pair<It, S>
+    requires detail::iterator_pair<It, S>
   void assign(It first, S last) {
     if constexpr (std::contiguous_iterator<It> && std::sized_sentinel_for<S, It> &&
                   std::is_same_v<std::remove_cv_t<std::iter_value_t<It>>, T>) {
@@ -451,8 +458,10 @@ class DynArray {
   }
   void assign(std::initializer_list<T> init) { assign(init.begin(), init.end()); }
   template <std::ranges::input_range R>
-  requires std::constructible_from<T, std::ranges::range_reference_t<R>>
-  void assign_range(R&& r) { assign(std::ranges::begin(r), std::ranges::end(r)); }
+    requires std::constructible_from<T, std::ranges::range_reference_t<R>>
+  void assign_range(R&& r) {
+    assign(std::ranges::begin(r), std::ranges::end(r));
+  }
   DynArray& operator=(std::initializer_list<T> init) {
     assign(init);
     return *this;
@@ -464,7 +473,8 @@ class DynArray {
   // Destroys the last element. On an empty array: std::out_of_range (std::vector leaves it
   // undefined).
   void pop_back() {
-    if (end_ == first_element()) throw std::out_of_range("reservoir::DynArray::pop_back on an empty array");
+    if (end_ == first_element())
+      throw std::out_of_range("reservoir::DynArray::pop_back on an empty array");
     --end_;
     std::destroy_at(end_);
     annotate(end_ + 1, end_);
@@ -494,7 +504,8 @@ class DynArray {
     return make_iterator(first_element() + index);
   }
   template <class It>
-  requires detail::iterator_pair<It, It> iterator insert(const_iterator pos, It first, It last) {
+    requires detail::iterator_pair<It, It>
+  iterator insert(const_iterator pos, It first, It last) {
     const size_type index = checked_index("insert", pos);
     if constexpr (detail::multi_pass<It>) {
       if (index != size()) {
@@ -587,9 +598,8 @@ class DynArray {
   }
   // Lexicographic, through synth-three-way as std::vector: T's <=> where it has one, otherwise
   // its < (weak_ordering), so `a < b` works for a T with only < and ==.
-  friend auto operator<=>(const DynArray& a, const DynArray& b) requires requires(const T& x) {
-    detail::synth_three_way(x, x);
-  }
+  friend auto operator<=>(const DynArray& a, const DynArray& b)
+    requires requires(const T& x) { detail::synth_three_way(x, x); }
   {
     using Cat =
         decltype(detail::synth_three_way(std::declval<const T&>(), std::declval<const T&>()));
@@ -627,8 +637,9 @@ class DynArray {
       return detail::element_offset<T>(arena_.base());
     }
   }
-  // The committed bytes that hold n elements from first_element(): what the arena is asked to commit or to
-  // keep (it commits a prefix of the reservation, which starts before first_element() for an over-aligned T).
+  // The committed bytes that hold n elements from first_element(): what the arena is asked to
+  // commit or to keep (it commits a prefix of the reservation, which starts before first_element()
+  // for an over-aligned T).
   size_type bytes_for(size_type n) const noexcept {
     return n == 0 ? 0 : data_offset() + n * sizeof(T);
   }
@@ -720,7 +731,8 @@ class DynArray {
     throw OsAllocationError("reserve", kMinDefaultReserveBytes, nullptr,
                             ec ? ec : make_error_code(Refusal::address_space_budget),
                             "The process has no address space left for another default "
-                            "DynArray: " + address_space_advice());
+                            "DynArray: " +
+                                address_space_advice());
   }
   void adopt(Arena&& a, size_type max_size) noexcept {
     arena_ = std::move(a);
@@ -854,9 +866,9 @@ class DynArray {
     std::destroy(first_element(), first_element() + i);
     move_down(i, capacity());
   }
-  // [first_element(), first_element() + gap) holds no live element, [first_element() + gap, end_) the contents: moves them to
-  // the front. If T's move constructor throws, every element is destroyed and the commit undone
-  // down to old_capacity.
+  // [first_element(), first_element() + gap) holds no live element, [first_element() + gap, end_)
+  // the contents: moves them to the front. If T's move constructor throws, every element is
+  // destroyed and the commit undone down to old_capacity.
   void move_down(size_type gap, size_type old_capacity) {
     if (gap == 0) return;
     const size_type n = size() - gap;
@@ -914,9 +926,9 @@ class DynArray {
     return true;
   }
 
-  // Inserts n elements, read in order from src (*src, ++src), before first_element() + index < size(): the
-  // one shift of std::vector's insert. The gap is [pos, pos + n); elements that land past the old
-  // end are constructed there, the others assigned.
+  // Inserts n elements, read in order from src (*src, ++src), before first_element() + index <
+  // size(): the one shift of std::vector's insert. The gap is [pos, pos + n); elements that land
+  // past the old end are constructed there, the others assigned.
   template <class Src>
   void insert_shifting(size_type index, size_type n, Src src) {
     if (n == 0) return;
@@ -961,9 +973,8 @@ class DynArray {
 
   template <class... Args>
   static constexpr bool kSlowPathByValue =
-      sizeof...(Args) == 1 &&
-      (std::is_same_v<std::remove_cvref_t<Args>, T> && ...) && std::is_trivially_copyable_v<T> &&
-      sizeof(T) <= 2 * sizeof(void*);
+      sizeof...(Args) == 1 && (std::is_same_v<std::remove_cvref_t<Args>, T> && ...) &&
+      std::is_trivially_copyable_v<T> && sizeof(T) <= 2 * sizeof(void*);
 
   RESERVOIR_COLD_NOINLINE reference emplace_back_slow_value(T value) {
     reserve_for_append(1);  // trivially copyable: constructing it cannot throw afterwards
@@ -1056,8 +1067,8 @@ class DynArray {
 static_assert(sizeof(void*) != 8 || sizeof(DynArray<int>) <= 64, "a DynArray is eight words");
 
 template <class It, class S>
-requires detail::iterator_pair<It, S> DynArray(It, S)
-->DynArray<typename std::iterator_traits<It>::value_type>;
+  requires detail::iterator_pair<It, S>
+DynArray(It, S) -> DynArray<typename std::iterator_traits<It>::value_type>;
 
 // C++20 uniform container erasure, found by ADL: erases every element equal to value / for which
 // pred is true, keeping the order of the rest; returns how many were erased.

@@ -161,11 +161,11 @@ std::size_t current_rss() noexcept;
 // /proc/sys/vm/overcommit_memory). False where the OS commits on reservation anyway (Windows:
 // VirtualAlloc(MEM_COMMIT) itself fails beyond the commit limit) or will not tell.
 struct MachineMemory {
-  std::size_t total = 0;        // RAM (MemTotal)
-  std::size_t available = 0;    // RAM it could give without swapping (MemAvailable)
-  std::size_t swap_total = 0;   // SwapTotal
-  std::size_t swap_free = 0;    // SwapFree
-  int overcommit = -1;          // Linux vm.overcommit_memory (0, 1, 2); -1 where unknown
+  std::size_t total = 0;       // RAM (MemTotal)
+  std::size_t available = 0;   // RAM it could give without swapping (MemAvailable)
+  std::size_t swap_total = 0;  // SwapTotal
+  std::size_t swap_free = 0;   // SwapFree
+  int overcommit = -1;         // Linux vm.overcommit_memory (0, 1, 2); -1 where unknown
 };
 bool machine_memory(MachineMemory* out) noexcept;
 

@@ -89,8 +89,8 @@ class array_iterator {
   constexpr array_iterator(E* p, const E* lo, const E* hi) noexcept : p_(p), bounds_(lo, hi) {}
   // iterator -> const_iterator.
   template <class U>
-  requires std::is_same_v<const U, E> &&(!std::is_same_v<U, E>)constexpr array_iterator(
-      const array_iterator<U, Checked>& other) noexcept
+    requires std::is_same_v<const U, E> && (!std::is_same_v<U, E>)
+  constexpr array_iterator(const array_iterator<U, Checked>& other) noexcept
       : p_(other.p_), bounds_(other.bounds_) {}
 
   // The pointer it wraps.

@@ -60,9 +60,9 @@ class ConcurrentCore {
   // No reservation, max_size() 0: every claim throws std::length_error.
   ConcurrentCore() noexcept = default;
   // Reserves max_size slots of element_size bytes each, the first aligned to `alignment` (a power
-  // of two up to kMaxElementAlignment), and a ready byte per slot. Throws std::invalid_argument for max_size 0,
-  // std::length_error when the slots overflow the address space, and what Arena's constructor
-  // throws.
+  // of two up to kMaxElementAlignment), and a ready byte per slot. Throws std::invalid_argument for
+  // max_size 0, std::length_error when the slots overflow the address space, and what Arena's
+  // constructor throws.
   ConcurrentCore(size_type max_size, size_type element_size, size_type alignment,
                  ArenaOptions options);
   ConcurrentCore(const ConcurrentCore&) = delete;
@@ -246,16 +246,16 @@ class ConcurrentCore {
   Arena data_arena_;
   Arena ready_arena_;
   size_type max_size_ = 0;
-  unsigned char* ready_ = nullptr;                    // one mark per slot, zero until set
-  std::atomic<const void*> owner_{nullptr};           // the thread that appended first (solo)
-  std::atomic<size_type> capacity_{0};                // slots backed by committed memory
-  std::atomic<unsigned char> mode_{kShared};          // kSolo from construction where barriers work
-  std::atomic<bool> out_of_order_{false};             // some block was marked ready
-  std::atomic<bool> commit_lock_{false};              // held by the thread committing slots
+  unsigned char* ready_ = nullptr;            // one mark per slot, zero until set
+  std::atomic<const void*> owner_{nullptr};   // the thread that appended first (solo)
+  std::atomic<size_type> capacity_{0};        // slots backed by committed memory
+  std::atomic<unsigned char> mode_{kShared};  // kSolo from construction where barriers work
+  std::atomic<bool> out_of_order_{false};     // some block was marked ready
+  std::atomic<bool> commit_lock_{false};      // held by the thread committing slots
   std::uint32_t data_offset_ = 0;  // from data_arena_'s base to the first slot (alignment.hpp)
-  alignas(64) std::atomic<size_type> claimed_{0};     // slots handed out
-  std::atomic<unsigned> solo_depth_{0};               // the owner's solo appends in progress
-  alignas(64) std::atomic<size_type> published_{0};   // prefix that is constructed and visible
+  alignas(64) std::atomic<size_type> claimed_{0};    // slots handed out
+  std::atomic<unsigned> solo_depth_{0};              // the owner's solo appends in progress
+  alignas(64) std::atomic<size_type> published_{0};  // prefix that is constructed and visible
 };
 
 static_assert(sizeof(void*) != 8 || sizeof(ConcurrentCore) == 256, "four cache lines");
