@@ -37,6 +37,7 @@
 #include <reservoir/detail/alignment.hpp>
 #include <reservoir/detail/annotations.hpp>
 #include <reservoir/detail/array_iterator.hpp>
+#include <reservoir/detail/iterator_pairs.hpp>
 #include <reservoir/max_size.hpp>
 
 // Keeps a slow path out of the caller's inlined fast path.
@@ -60,82 +61,6 @@ inline constexpr std::size_t kDefaultReserveBytes =
 // If the OS refuses the default reservation (a process address-space limit such as `ulimit -v`,
 // or valgrind), a default-constructed DynArray asks for half, and so on down to this.
 inline constexpr std::size_t kMinDefaultReserveBytes = std::size_t{64} << 20;
-
-namespace detail {
-
-// std::ranges::distance for an iterator and its sentinel (libc++ before 16 lacks it).
-template <std::input_iterator It, std::sentinel_for<It> S>
-constexpr std::iter_difference_t<It> distance(It first, S last) {
-  if constexpr (std::sized_sentinel_for<S, It>) {
-    return last - first;
-  } else {
-    std::iter_difference_t<It> n = 0;
-    for (; first != last; ++first)
-      ++n;
-    return n;
-  }
-}
-
-// The standard's exposition-only synth-three-way ([expos.only.entity]): <=> when T has it,
-// otherwise a weak ordering built from <.
-template <class T>
-constexpr auto synth_three_way(const T& x, const T& y)
-  requires requires {
-    { x < y } -> std::convertible_to<bool>;
-    { y < x } -> std::convertible_to<bool>;
-  }
-{
-  if constexpr (std::three_way_comparable<T>) {
-    return x <=> y;
-  } else {
-    if (x < y) return std::weak_ordering::less;
-    if (y < x) return std::weak_ordering::greater;
-    return std::weak_ordering::equivalent;
-  }
-}
-
-// A C++17 LegacyInputIterator that may not model std::input_iterator (not default-constructible,
-// or with a non-const operator*): the iterator-pair members accept it, as std::vector's do.
-template <class It>
-concept legacy_input_iterator =
-    requires { typename std::iterator_traits<It>::iterator_category; } &&
-    std::derived_from<typename std::iterator_traits<It>::iterator_category,
-                      std::input_iterator_tag>;
-
-// An iterator pair the iterator-pair members take: a C++20 iterator and sentinel, or two
-// LegacyInputIterators of the same type.
-template <class It, class S>
-concept iterator_pair = (std::input_iterator<It> && std::sentinel_for<S, It>) ||
-                        (legacy_input_iterator<It> && std::same_as<It, S>);
-
-// Whether [first, last) may be walked twice (its length known before copying).
-template <class It>
-concept multi_pass = std::forward_iterator<It> ||
-                     (legacy_input_iterator<It> &&
-                      std::derived_from<typename std::iterator_traits<It>::iterator_category,
-                                        std::forward_iterator_tag>);
-
-// A source of the same value, for DynArray's insert(pos, n, value): *src and ++src only.
-template <class T>
-struct repeat_source {
-  const T* value;
-  const T& operator*() const noexcept { return *value; }
-  repeat_source& operator++() noexcept { return *this; }
-};
-
-template <class It, class S>
-constexpr std::ptrdiff_t pair_distance(It first, S last) {
-  if constexpr (std::sized_sentinel_for<S, It>) {
-    return static_cast<std::ptrdiff_t>(last - first);
-  } else {
-    std::ptrdiff_t n = 0;
-    for (; first != last; ++first)
-      ++n;
-    return n;
-  }
-}
-
-}  // namespace detail
 
 RESERVOIR_BEGIN_ITERATOR_NAMESPACE
 
@@ -314,7 +239,7 @@ class DynArray {
   // With prefault on, only the next commit step (2 MiB by default) is backed with RAM at once;
   // the rest is backed on first touch, like std::vector::reserve, so an upper bound that is never
   // reached costs no RSS (see Arena::Populate).
-  void reserve(size_type n) { reserve_populating(n, Arena::Populate::first_step); }
+  void reserve(size_type n) { commit_ahead(n, Arena::Populate::first_step); }
 
   // Returns the committed memory beyond size() to the OS (whole commit granules), without moving
   // anything. Non-binding, as in std::vector: if the OS refuses to decommit, the memory stays
@@ -413,7 +338,7 @@ class DynArray {
     if constexpr (std::is_nothrow_copy_constructible_v<T>) {
       if (!holds(source)) {
         if (count > max_size()) throw_length_error("assign", count);
-        reserve_populating(count, Arena::Populate::all);
+        commit_ahead(count, Arena::Populate::all);
         clear();
         annotate(end_, first_element() + count);
         std::uninitialized_fill_n(first_element(), count, value);
@@ -442,7 +367,7 @@ class DynArray {
       }
       if constexpr (std::is_nothrow_constructible_v<T, std::iter_reference_t<It>>) {
         if (n > max_size()) throw_length_error("assign", n);
-        reserve_populating(n, Arena::Populate::all);
+        commit_ahead(n, Arena::Populate::all);
         clear();
         annotate(end_, first_element() + n);
         if (n != 0) std::uninitialized_copy_n(source, n, first_element());
@@ -817,7 +742,7 @@ class DynArray {
       }
       replace_front(old_size, old_capacity);
     } else {
-      reserve_populating(n, Arena::Populate::all);  // strong
+      commit_ahead(n, Arena::Populate::all);  // strong
       clear();
       try {
         for (size_type k = 0; k < n; ++k) {
@@ -904,11 +829,11 @@ class DynArray {
   void reserve_for_append(size_type n) {
     if (n <= capacity() - size()) return;
     if (n > max_size() - size()) throw_length_error("append", n > max_size() ? n : size() + n);
-    reserve_populating(size() + n, Arena::Populate::all);
+    commit_ahead(size() + n, Arena::Populate::all);
   }
   // reserve(n), backing `populate` of the new commit with RAM at once (elements about to be
   // written: all of it).
-  void reserve_populating(size_type n, Arena::Populate populate) {
+  void commit_ahead(size_type n, Arena::Populate populate) {
     if (n <= capacity()) return;
     if (n > max_size()) throw_length_error("reserve", n);
     ensure_reserved();
@@ -918,7 +843,7 @@ class DynArray {
     arena_.commit(bytes_for(n), populate);
     update_capacity();
   }
-  bool try_grow_capacity(size_type n) noexcept {
+  bool try_commit_for_append(size_type n) noexcept {
     if (n > max_size() - size() || !try_ensure_reserved()) return false;
     if (n > reserved_size() - size()) return false;  // the reservation came out smaller
     if (!arena_.try_commit(bytes_for(size() + n))) return false;
@@ -997,7 +922,7 @@ class DynArray {
   RESERVOIR_COLD_NOINLINE T* try_emplace_back_slow(Args&&... args) noexcept(
       std::is_nothrow_constructible_v<T, Args...>) {
     const size_type old_capacity = capacity();
-    if (!try_grow_capacity(1)) return nullptr;
+    if (!try_commit_for_append(1)) return nullptr;
     if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
       return construct_one(std::forward<Args>(args)...);
     } else {
