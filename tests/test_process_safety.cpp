@@ -150,6 +150,13 @@ RESERVOIR_CHILD("process.cancel_appending_thread") {
 
 TEST_SUITE("threads") {
   TEST_CASE("fork while other threads create and destroy arrays: the child never hangs") {
+    if (kAddressSanitizer) {
+      // The sanitizer's own allocator lock is not held across fork (GCC 12's libasan): a child
+      // forked while another thread allocates waits on it in operator new, whatever reservoir
+      // does. The release, clang and libc++ builds run this test.
+      MESSAGE("skipped under AddressSanitizer: its allocator is not fork-safe with threads");
+      return;
+    }
     const test::ProcessResult r = test::run_child("process.fork_while_threads_churn");
     MESSAGE(test::describe(r) << ": " << r.output);
     CHECK(r.exited);
