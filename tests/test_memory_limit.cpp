@@ -301,6 +301,13 @@ TEST_SUITE("memory_limit") {
 #endif
 #if defined(__linux__)
   TEST_CASE("16 threads racing a 512 MiB cgroup limit, 10 rounds: no kill, every element kept") {
+    if (kThreadSanitizer) {
+      // ThreadSanitizer's shadow and metadata grow with every page the threads touch and count
+      // against the cgroup, unseen by the headroom between two readings: the margin is sized for
+      // what a program itself uses. The release, ASan, clang and libc++ builds run this test.
+      MESSAGE("skipped under ThreadSanitizer: its shadow memory is outside the margin");
+      return;
+    }
     constexpr int kRounds = 10;
     for (CgroupKind kind : {CgroupKind::v2, CgroupKind::v1}) {
       int kills = 0, failures = 0, ran = 0;
