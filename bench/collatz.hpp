@@ -26,10 +26,9 @@
 namespace collatz {
 
 #if defined(__MINGW32__)
-// MinGW's std::shared_mutex is winpthreads' pthread_rwlock, which deadlocks now and then under
-// contention (msys2 MINGW-packages issue 3319; we saw 4 hangs in 40 runs of this example under
-// Wine). MSVC's std::shared_mutex is a Windows SRWLOCK; this is the same, so the Windows baseline
-// is what MSVC users get.
+// MinGW's std::shared_mutex is winpthreads' pthread_rwlock, which can deadlock under contention
+// (docs/platforms.md). MSVC's std::shared_mutex is a Windows SRWLOCK; this is the same, so the
+// Windows baseline is what MSVC users get.
 class SharedMutex {
  public:
   void lock() noexcept { ::AcquireSRWLockExclusive(&lock_); }
