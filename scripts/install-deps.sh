@@ -10,7 +10,7 @@ groups=("$@")
 want=()
 for g in "${groups[@]}"; do
   case "$g" in
-    base) want+=(cmake ninja-build g++ clang libclang-rt-14-dev git pkg-config doctest-dev libfmt-dev
+    base) want+=(cmake ninja-build g++ ccache clang libclang-rt-14-dev git pkg-config doctest-dev libfmt-dev
                  libcli11-dev libtbb-dev) ;;
     windows) want+=(g++-mingw-w64-x86-64-posix wine64 doctest-dev libfmt-dev libcli11-dev) ;;
     libcxx) want+=(clang libc++-14-dev libc++abi-14-dev doctest-dev libfmt-dev libcli11-dev) ;;

@@ -10,7 +10,9 @@ presets=("$@")
 groups=(base)
 for p in "${presets[@]}"; do
   [ "$p" = windows-mingw ] && groups+=(windows)
-  [ "$p" = libcxx ] && groups+=(libcxx)
+  [ "$p" = libcxx ] || [ "$p" = posix-generic ] && groups+=(libcxx)
+  # The clang preset carries valgrind's annotations: their header comes with valgrind.
+  [ "$p" = clang ] && groups+=(valgrind)
 done
 scripts/install-deps.sh "${groups[@]}"
 
