@@ -249,7 +249,10 @@ TEST_SUITE("bench_smoke") {
         }
         CHECK(res["actions"].obj.size() == 6);
         CHECK(actions == 20);
-        CHECK(per_action <= res["seconds"].num);
+        // Medians of 2 repetitions are means, and per action they add up to the mean total.
+        CHECK(per_action <= res["seconds"].num * (1 + 1e-9));
+        CHECK(res["samples"].arr.size() == 2);
+        CHECK(res["unstable"].kind == rb::json::Value::Kind::boolean);
         auto [it, fresh] = mixed_checksums.emplace(res["type"].str, res["checksum"].str);
         if (!fresh) CHECK(it->second == res["checksum"].str);
         ++mixed_cells;
@@ -352,17 +355,29 @@ TEST_SUITE("bench_smoke") {
     CHECK(r.output.find("Mixed workload") != std::string::npos);
   }
 
-  TEST_CASE("reservoir-bench rejects bad arguments with a clear message") {
+  TEST_CASE("reservoir-bench rejects bad arguments with exit code 2, before running anything") {
     for (std::vector<std::string> args : {std::vector<std::string>{"--sizes", "lots"},
                                           {"--containers", "list"},
                                           {"--only", "speed"},
                                           {"--only", "memory,speed"},
                                           {"--cell-budget", "0"},
-                                          {"--granule", "1000"}}) {
+                                          {"--reps", "abc"},
+                                          {"--reps", "0"},
+                                          {"--no-such-option"},
+                                          {"--threads", "1000"},
+                                          {"--mixed-types", "float"},
+                                          {"--granule", "1000"},
+                                          {"--sizes", "2e18"},
+                                          {"--sizes", "1e3,1.5e18", "--types", "string"},
+                                          {"--json", "/no-such-dir-for-reservoir/x.json"},
+                                          {"--markdown", "/no-such-dir-for-reservoir/x.md"}}) {
+      CAPTURE(args.front());
+      CAPTURE(args.back());
       rb::ProcessResult r;
       REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
       CHECK(r.exited);
-      CHECK(r.exit_code != 0);
+      CHECK(r.exit_code == 2);
+      CHECK(r.output.find("1. Peak memory") == std::string::npos);  // no cell ran
     }
   }
 }
