@@ -7,10 +7,15 @@ cd "$(dirname "$0")/.."
 presets=("$@")
 [ ${#presets[@]} -eq 0 ] && presets=(release)
 
+# Each preset's packages: base is g++ and the libraries; the clang-built presets add their group.
 groups=(base)
 for p in "${presets[@]}"; do
-  [ "$p" = windows-mingw ] && groups+=(windows)
-  [ "$p" = libcxx ] && groups+=(libcxx)
+  case "$p" in
+    clang | tsan) groups+=(clang) ;;
+    libcxx) groups+=(libcxx) ;;
+    fuzz) groups+=(fuzz) ;;
+    windows-mingw) groups+=(windows) ;;
+  esac
 done
 scripts/install-deps.sh "${groups[@]}"
 
