@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 #include <string_view>
+#include <system_error>
 
 #include "clock.hpp"
 #include "context.hpp"
@@ -58,27 +60,33 @@ bool is_number(const std::string& s) {
           (dot > 0 && dot + 1 < s.size() && s.find('.', dot + 1) == std::string::npos));
 }
 
-// Writes text to path: "" or what went wrong, in the OS's words.
+// The C library's reason for errno e, in words ("No such file or directory").
+std::string os_reason(int e) {
+  return e != 0 ? std::error_code(e, std::generic_category()).message() : "unknown error";
+}
+
+// Writes text to path: "" or what went wrong, in the OS's words. The flush and close are checked
+// too: a full disk shows there, not at the write.
 std::string write_file(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return std::strerror(errno);
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const int write_errno = errno;
-  if (std::fclose(f) != 0) return std::strerror(errno);
-  return written ? "" : std::strerror(write_errno);
+  errno = 0;
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return os_reason(errno);
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  f.flush();
+  f.close();
+  return f.fail() ? os_reason(errno) : "";
 }
 
 }  // namespace
 
 std::string check_writable(const std::string& path) {
-  if (std::FILE* f = std::fopen(path.c_str(), "r+b")) {  // exists: writable, kept as it is
-    std::fclose(f);
-    return {};
+  errno = 0;
+  if (std::fstream(path, std::ios::in | std::ios::out | std::ios::binary)) {
+    return {};  // exists and opens for writing; kept as it is
   }
-  if (errno != ENOENT) return std::strerror(errno);
-  std::FILE* f = std::fopen(path.c_str(), "wb");  // new: its directory must take it
-  if (f == nullptr) return std::strerror(errno);
-  std::fclose(f);
+  if (errno != ENOENT) return os_reason(errno);
+  errno = 0;
+  if (!std::ofstream(path, std::ios::binary)) return os_reason(errno);  // a new file: can it be?
   std::remove(path.c_str());
   return {};
 }

@@ -353,6 +353,19 @@ TEST_SUITE("bench_smoke") {
     CHECK(threaded_cells == nc * 2 + 2 * 2);  // x 2 thread counts
     CHECK(mixed_cells == 3 * 5);              // 3 containers x 5 types
     CHECK(r.output.find("Mixed workload") != std::string::npos);
+    // Every table reaches every file, the mixed one included: CSV rows and a Markdown section.
+    auto slurp = [](const std::string& path) {
+      std::ifstream f(path);
+      std::stringstream contents;
+      contents << f.rdbuf();
+      return contents.str();
+    };
+    const std::string csv = slurp(dir.file("bench_smoke.csv"));
+    const std::string md = slurp(dir.file("bench_smoke.md"));
+    CHECK(csv.find("\nmixed,dynarray,int,20,ok,") != std::string::npos);
+    CHECK(csv.find("\nmany,vector,int,100,ok,") != std::string::npos);
+    CHECK(md.find("## Mixed workload") != std::string::npos);
+    CHECK(md.find("| all | 20 | deque | ") != std::string::npos);
   }
 
   TEST_CASE("reservoir-bench rejects bad arguments with exit code 2, before running anything") {
