@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Installs what reservoir's builds need on Debian/Ubuntu, only what is missing.
 #   scripts/install-deps.sh [GROUP...]   (default: base)
-# Groups, what needs them, and about how much a fresh Debian 12 downloads for each (beyond base):
+# Groups, what needs them, and about how much a fresh Debian 12 downloads for each (the .debs of
+# the group and its dependencies beyond base, from apt-cache's sizes):
 #   base       the README's two commands: scripts/bench.sh and scripts/test.sh (release preset):
 #              cmake, ninja, g++, git, pkg-config, doctest, fmt, CLI11, TBB (the bench's
-#              tbb::concurrent_vector contender)                                    ~BASE_MB
-#   clang      presets clang and tsan: clang 14 and its sanitizer runtimes          ~CLANG_MB
-#   libcxx     preset libcxx: clang 14 with LLVM's libc++ 14                         ~LIBCXX_MB
-#   fuzz       preset fuzz, scripts/fuzz.sh: clang 14 and libFuzzer's runtime       ~CLANG_MB
-#   windows    preset windows-mingw: MinGW-w64 g++ and Wine to run the tests        ~WINDOWS_MB
-#   valgrind   scripts/valgrind.sh                                                   ~VALGRIND_MB
-#   format     scripts/format.sh: clang-format 19                                    ~FORMAT_MB
-#   plot       scripts/plot_bench.py, scripts/results.py --plots: matplotlib         ~PLOT_MB
-#   debuggers  the debugger tests (gdb, lldb); without them those tests are not run  ~DEBUGGERS_MB
+#              tbb::concurrent_vector contender)                                      ~110 MB
+#   clang      presets clang and tsan: clang 14 and its sanitizer runtimes             ~55 MB
+#   libcxx     preset libcxx: clang 14 with LLVM's libc++ 14                           ~50 MB
+#   fuzz       preset fuzz, scripts/fuzz.sh: clang 14 and libFuzzer's runtime          ~55 MB
+#   windows    preset windows-mingw: MinGW-w64 g++ and Wine to run the tests          ~195 MB
+#   valgrind   scripts/valgrind.sh                                                     ~20 MB
+#   format     scripts/format.sh: clang-format 19                                      ~55 MB
+#   plot       scripts/plot_bench.py, scripts/results.py --plots: matplotlib          ~100 MB
+#   debuggers  the debugger tests (gdb, lldb); without them those tests are not run   ~125 MB
 # scripts/test.sh picks the groups its presets need.
 set -euo pipefail
 
