@@ -1,6 +1,8 @@
 // reservoir-bench: peak memory, throughput and append latency of DynArray against std::vector and
 // other containers (tour.hpp). This file parses the options and runs the tables asked for.
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -41,16 +43,16 @@ int main(int argc, char** argv) {
   using namespace reservoir::bench::tour;
   if (argc > 1 && std::string_view(argv[1]) == "--child") return child_main(argc, argv);
   if (argc > 1 && std::string_view(argv[1]) == "compare") return compare_main(argc, argv);
-  if (argc > 1 && std::string_view(argv[1]) == "--child-mixed") {
-    return rb::mixed::child_main(argc, argv);
-  }
 
   CLI::App app{
       "reservoir-bench: peak memory, throughput and append latency of reservoir::DynArray "
       "against std::vector, std::vector with reserve, and std::deque.\nRun without "
-      "arguments for the quick tour (about a minute on 2 cores).\n"
+      "arguments for the quick tour (about a minute on 2 cores: --budget 70 --cell-budget 20).\n"
       "reservoir-bench compare BASE.json NEW.json [--threshold PCT]: each cell's change in its "
-      "ratio to std::vector; exit 1 on a regression."};
+      "ratio to std::vector; exit 1 on a regression.\n"
+      "Exit codes: 0 done; 1 a run that failed (a result file not written, containers that "
+      "disagree); 2 a usage error (bad option or value, an output path that cannot be written, "
+      "sizes that cannot fit)."};
   Config cfg;
   std::string sizes = "1e3,1e6,1e7",
               containers = "dynarray,vector,vector_reserve,deque,vector_populate,floor",
@@ -93,12 +95,13 @@ int main(int argc, char** argv) {
                  "Tables to run, e.g. latency,memory (memory, throughput, latency, concurrent, "
                  "collatz, timeline, mixed, many)");
   app.add_option("--cell-budget", cfg.cell_budget,
-                 "Seconds one cell's child may run before it is killed (POSIX)")
-      ->capture_default_str()
+                 "Seconds one cell's child may run before it is killed (POSIX; default: 20 for the "
+                 "quick tour, 60 when --sizes, --types, --containers, --reps, --only, --threads, "
+                 "--mixed-* or --many-arrays chooses what to measure)")
       ->check(CLI::Range(1.0, 86400.0));
   app.add_option("--budget", cfg.total_budget,
-                 "Seconds for the whole run; cells after it are skipped (0: no limit)")
-      ->capture_default_str()
+                 "Seconds for the whole run; cells after it are skipped (0: no limit; default: 70 "
+                 "for the quick tour, 0 when options choose what to measure)")
       ->check(CLI::Range(0.0, 1e7));
   std::string mixed_iterations = "100";
   app.add_option("--mixed-iterations", mixed_iterations,
@@ -157,8 +160,49 @@ int main(int argc, char** argv) {
         cfg.threads.push_back(t);
       }
     }
+    // The quick tour (what the options choose when none is given) is bounded so that it ends in
+    // about a minute even on a busy 2-core machine; any run that chooses its own workload runs
+    // to the end unless it gives budgets itself.
+    bool quick_tour = true;
+    for (const char* o : {"--sizes", "--containers", "--types", "--reps", "--only", "--threads",
+                          "--mixed-iterations", "--mixed-types", "--many-arrays"}) {
+      if (app.count(o) > 0) quick_tour = false;
+    }
+    if (app.count("--budget") == 0) cfg.total_budget = quick_tour ? 70 : 0;
+    if (app.count("--cell-budget") == 0) cfg.cell_budget = quick_tour ? 20 : 60;
+    // Sizes whose data alone exceeds the address space can never run: say so now, before a
+    // child tries (and before n * bytes could overflow anything downstream).
+    const double space = static_cast<double>(pal::address_space_size());
+    for (std::uint64_t n : cfg.sizes) {
+      for (rb::Type t : cfg.types) {
+        const double bytes = static_cast<double>(n) * static_cast<double>(rb::element_size(t));
+        if (space > 0 && bytes > space) {
+          throw std::invalid_argument(fmt::format(
+              "--sizes {}: {} elements of {} are {}, more than this process's address space "
+              "({}): no cell could ever run (sizes beyond free memory are skipped per cell, "
+              "with the reason)",
+              rb::format_count(n), rb::format_count(n), rb::name(t),
+              format_bytes(bytes >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(bytes)),
+              format_bytes(pal::address_space_size())));
+        }
+      }
+    }
+    // Every output path is checked before the first cell, so that a long run never ends with
+    // its results thrown away.
+    for (const auto& [option, path] :
+         {std::pair<const char*, const std::string*>{"--json", &cfg.json},
+          {"--csv", &cfg.csv},
+          {"--markdown", &cfg.markdown}}) {
+      if (path->empty()) continue;
+      if (std::string why = check_writable(*path); !why.empty()) {
+        throw std::invalid_argument(
+            fmt::format("{} {}: cannot write there ({}); nothing was run", option, *path, why));
+      }
+    }
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints its message; its own exit codes differ per error kind (105, 109, ...): every
+    // usage error exits with 2 here, --help with 0.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "reservoir-bench: %s\n", e.what());
     return 2;
@@ -197,30 +241,38 @@ int main(int argc, char** argv) {
     if (!cfg.quiet) table.print(cfg, results);
   };
   for (const Table* table : {&kMemoryTable, &kThroughputTable, &kLatencyTable, &kConcurrentTable,
-                             &kCollatzTable, &kTimelineTable}) {
+                             &kCollatzTable, &kTimelineTable, &kMixedTable, &kManyArraysTable}) {
     run(*table);
   }
-  std::vector<rb::mixed::Cell> mixed;  // table 7: its own cells and child protocol
-  bool mixed_consistent = true;
-  if (wanted("mixed")) {
-    cfg.mixed.progress = !cfg.quiet;
-    mixed = rb::mixed::run_table(cfg.mixed, &mixed_consistent);
-    if (!cfg.quiet) rb::mixed::print_table(mixed);
-  }
-  run(kManyArraysTable);
+  bool consistent = true;
   for (const Result& r : results) {
+    if (r.status.rfind(kMixedDisagreement, 0) == 0) consistent = false;
     if (r.status != "ok" && !cfg.quiet) {
       fmt::print("note: {} {} {} {}: {}\n", r.table, r.type, rb::format_count(r.size), r.container,
                  r.status);
     }
   }
-  if (!cfg.json.empty()) write_json(cfg.json, ctx, results, mixed);
-  if (!cfg.csv.empty()) write_csv(cfg.csv, results);
-  if (!cfg.markdown.empty()) write_markdown(cfg.markdown, cfg, ctx, results);
   std::fflush(stdout);
-  if (!mixed_consistent) {
-    std::fprintf(stderr, "reservoir-bench: mixed: containers disagree on the final contents\n");
-    return 1;
+  int rc = 0;
+  auto report = [&](const char* option, const std::string& path, const std::string& why) {
+    if (path.empty()) return;
+    if (why.empty()) {
+      if (!cfg.quiet) fmt::print("wrote {}\n", path);
+      return;
+    }
+    std::fprintf(stderr, "reservoir-bench: %s %s: the results could not be written (%s)\n", option,
+                 path.c_str(), why.c_str());
+    rc = 1;
+  };
+  if (!cfg.json.empty()) report("--json", cfg.json, write_json(cfg.json, ctx, results));
+  if (!cfg.csv.empty()) report("--csv", cfg.csv, write_csv(cfg.csv, results));
+  if (!cfg.markdown.empty()) {
+    report("--markdown", cfg.markdown, write_markdown(cfg.markdown, cfg, ctx, results));
   }
-  return 0;
+  std::fflush(stdout);
+  if (!consistent) {
+    std::fprintf(stderr, "reservoir-bench: mixed: containers disagree on the final contents\n");
+    rc = 1;
+  }
+  return rc;
 }

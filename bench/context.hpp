@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -15,6 +16,9 @@
 
 #if !defined(_WIN32)
 #include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>  // getloadavg
 #endif
 
 namespace reservoir::bench {
@@ -42,6 +46,20 @@ inline std::string overcommit_mode() {
   if (v == "1") return "1 (always)";
   if (v == "2") return "2 (strict)";
   return v;
+}
+
+// The 1-minute load average and the CPUs online when the run started, "3.10 on 2 CPUs": a loaded
+// machine makes every timing noisier (ratios within one run still hold best). "n/a" on Windows.
+inline std::string load_average() {
+#if defined(_WIN32)
+  return "n/a";
+#else
+  double load[1] = {0};
+  if (::getloadavg(load, 1) != 1) return "n/a";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f on %ld CPUs", load[0], ::sysconf(_SC_NPROCESSORS_ONLN));
+  return text;
+#endif
 }
 
 // CPUID leaf 1, ECX bit 31: set by hypervisors for their guests. "unknown" off x86.

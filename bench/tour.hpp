@@ -71,10 +71,18 @@ struct Result {
   std::vector<double> samples;                                    // throughput
   std::map<std::string, std::uint64_t> latency;                   // latency: min p50 ... d6
   std::vector<std::array<std::uint64_t, 3>> timeline;  // timeline: elements, rss, peak rss
-  std::uint64_t arrays = 0;                            // many: arrays alive at once
+  std::uint64_t arrays = 0;                            // many, mixed: arrays alive at the end
   double destroy_seconds = 0;                          // many: median time to destroy them all
   std::vector<double> destroy_samples;                 // many
+  std::string checksum;                                // mixed: the final contents' checksum
+  std::uint64_t elements = 0;                          // mixed: elements at the end
+  std::array<double, rb::mixed::kActions> action_seconds{};        // mixed: median per action
+  std::array<std::uint64_t, rb::mixed::kActions> action_counts{};  // mixed
 };
+
+// The status of a mixed cell whose final contents differ from another container's: the run
+// fails (exit 1), since one of the containers computed something else.
+inline constexpr const char* kMixedDisagreement = "error: containers disagree";
 
 // A cell whose slowest repetition took more than this times its fastest is marked unstable.
 inline constexpr double kUnstableSpread = 1.5;
@@ -100,7 +108,8 @@ std::map<std::string, std::string> run_cell(const Config& cfg, const std::string
                                             std::uint64_t n, std::uint64_t batch,
                                             std::string* status);
 
-// The most memory a cell may need, and "" if it fits in memory, else the reason to skip it.
+// The most memory a cell may need (saturating: sizes near 2^64 give UINT64_MAX, never a wrapped
+// small number), and "" if it fits in memory, else the reason to skip it.
 std::uint64_t estimate_peak(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule);
 std::string skip_reason(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule);
 
@@ -153,11 +162,16 @@ Context make_context(const Config& cfg, std::uint64_t idle);
 bool is_debug_build();
 void print_header(const Context& ctx);
 
-void write_json(const std::string& path, const Context& ctx, const std::vector<Result>& rs,
-                const std::vector<rb::mixed::Cell>& mixed);
-void write_csv(const std::string& path, const std::vector<Result>& rs);
-void write_markdown(const std::string& path, const Config& cfg, const Context& ctx,
-                    const std::vector<Result>& rs);
+// The result files. Each returns "" when the file was written completely, else what went wrong
+// (the OS's words), so that a result is never lost silently.
+std::string write_json(const std::string& path, const Context& ctx, const std::vector<Result>& rs);
+std::string write_csv(const std::string& path, const std::vector<Result>& rs);
+std::string write_markdown(const std::string& path, const Config& cfg, const Context& ctx,
+                           const std::vector<Result>& rs);
+
+// Checks before the first cell that path can be written (an existing file is opened for writing
+// without truncating it; a new one is created and removed again): "" or why not.
+std::string check_writable(const std::string& path);
 
 // `reservoir-bench compare BASE.json NEW.json [--threshold PCT]` (compare.cpp).
 int compare_main(int argc, char** argv);
@@ -171,7 +185,7 @@ struct Table {
   void (*print)(const Config& cfg, const std::vector<Result>& results);
 };
 extern const Table kMemoryTable, kThroughputTable, kLatencyTable, kConcurrentTable, kCollatzTable,
-    kTimelineTable, kManyArraysTable;
+    kTimelineTable, kMixedTable, kManyArraysTable;
 
 // The sizes the concurrent and timeline tables use (derived from --sizes).
 std::uint64_t concurrent_size(const Config& cfg);

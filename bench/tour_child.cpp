@@ -1,9 +1,11 @@
 // reservoir-bench: the child side of every tour table.
-//   --child memory|throughput|latency|concurrent|collatz|timeline|many CONTAINER TYPE SIZE GRANULE
-//           MAX_STEP PREFAULT HUGE BATCH NS_PER_TICK RESERVE_BYTES
+//   --child memory|throughput|latency|concurrent|collatz|timeline|many|mixed CONTAINER TYPE SIZE
+//           GRANULE MAX_STEP PREFAULT HUGE BATCH NS_PER_TICK RESERVE_BYTES
+// (mixed: SIZE is the iteration count, BATCH the seed, TYPE one of mixed::kTypes)
 // prints one line "ok key=value ..." and exits 0; "error <what>" and exit 3 on an exception.
 #include "tour.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
@@ -53,6 +55,21 @@ int child_main(int argc, char** argv) {
   if (std::string_view(argv[3]) == "none") {  // the idle baseline
     std::printf("ok peak=%zu\n", rb::peak_rss());
     return 0;
+  }
+  if (table == "mixed") {
+    try {
+      const std::string line =
+          rb::mixed::run_child(argv[3], argv[4], std::strtoull(argv[5], nullptr, 10),
+                               std::strtoull(argv[10], nullptr, 10));
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+      return 0;
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      std::replace(what.begin(), what.end(), '\n', ' ');
+      std::printf("error %s\n", what.c_str());
+      return 3;
+    }
   }
   // These tables name their own contenders.
   const bool concurrent =

@@ -1,10 +1,14 @@
 // reservoir-bench: formatting, the run's context, and the JSON / CSV / Markdown files.
 #include "tour.hpp"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string_view>
+#include <system_error>
 
 #include "clock.hpp"
 #include "context.hpp"
@@ -56,7 +60,36 @@ bool is_number(const std::string& s) {
           (dot > 0 && dot + 1 < s.size() && s.find('.', dot + 1) == std::string::npos));
 }
 
+// The C library's reason for errno e, in words ("No such file or directory").
+std::string os_reason(int e) {
+  return e != 0 ? std::error_code(e, std::generic_category()).message() : "unknown error";
+}
+
+// Writes text to path: "" or what went wrong, in the OS's words. The flush and close are checked
+// too: a full disk shows there, not at the write.
+std::string write_file(const std::string& path, const std::string& text) {
+  errno = 0;
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return os_reason(errno);
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  f.flush();
+  f.close();
+  return f.fail() ? os_reason(errno) : "";
+}
+
 }  // namespace
+
+std::string check_writable(const std::string& path) {
+  errno = 0;
+  if (std::fstream(path, std::ios::in | std::ios::out | std::ios::binary)) {
+    return {};  // exists and opens for writing; kept as it is
+  }
+  if (errno != ENOENT) return os_reason(errno);
+  errno = 0;
+  if (!std::ofstream(path, std::ios::binary)) return os_reason(errno);  // a new file: can it be?
+  std::remove(path.c_str());
+  return {};
+}
 
 std::string format_ns(double ns) {
   if (ns < 1e3) return fmt::format("{:.0f} ns", ns);
@@ -146,6 +179,7 @@ Context make_context(const Config& cfg, std::uint64_t idle) {
   add("transparent_huge_pages", rb::thp_mode());
   add("overcommit_memory", rb::overcommit_mode());
   add("hypervisor", rb::hypervisor_present());
+  add("load_average", rb::load_average());
   // Best of three: the cost of the fault itself, not of whatever else the machine was doing.
   static const char* kFaultKinds[] = {"fault_ns_per_page_rw_mmap", "fault_ns_per_page_mprotect",
                                       "fault_ns_per_page_populate"};
@@ -182,9 +216,8 @@ void print_header(const Context& ctx) {
   fmt::print("\n");
 }
 
-void write_json(const std::string& path, const Context& ctx, const std::vector<Result>& rs,
-                const std::vector<rb::mixed::Cell>& mixed) {
-  std::ofstream f(path);
+std::string write_json(const std::string& path, const Context& ctx, const std::vector<Result>& rs) {
+  std::ostringstream f;
   f << "{\n  \"context\": {";
   for (std::size_t i = 0; i < ctx.fields.size(); ++i) {
     const auto& [k, v] = ctx.fields[i];
@@ -205,6 +238,25 @@ void write_json(const std::string& path, const Context& ctx, const std::vector<R
         for (std::size_t s = 0; s < r.timeline.size(); ++s) {
           f << (s ? ", [" : "[") << r.timeline[s][0] << ", " << r.timeline[s][1] << ", "
             << r.timeline[s][2] << "]";
+        }
+        f << "]";
+      } else if (r.table == "mixed") {
+        const Result* base = find(rs, "mixed", "vector", r.type, r.size);
+        f << ", \"iterations\": " << r.size << ", \"seconds\": " << json_number(r.seconds)
+          << ", \"seconds_min\": " << json_number(r.seconds_min)
+          << ", \"seconds_max\": " << json_number(r.seconds_max)
+          << ", \"unstable\": " << (r.unstable ? "true" : "false")
+          << ", \"vs_vector\": " << json_number(ratio_value(base, r))
+          << ", \"peak_bytes\": " << r.peak_bytes << ", \"checksum\": " << json_string(r.checksum)
+          << ", \"elements\": " << r.elements << ", \"arrays\": " << r.arrays << ", \"actions\": {";
+        for (int a = 0; a < rb::mixed::kActions; ++a) {
+          f << (a ? ", " : "") << json_string(rb::mixed::kActionNames[a])
+            << ": {\"count\": " << r.action_counts[a]
+            << ", \"seconds\": " << json_number(r.action_seconds[a]) << "}";
+        }
+        f << "}, \"samples\": [";
+        for (std::size_t s = 0; s < r.samples.size(); ++s) {
+          f << (s ? ", " : "") << json_number(r.samples[s]);
         }
         f << "]";
       } else if (r.table == "many") {
@@ -252,12 +304,12 @@ void write_json(const std::string& path, const Context& ctx, const std::vector<R
     }
     f << "}";
   }
-  if (!mixed.empty()) f << (rs.empty() ? "\n    " : ",\n    ") << rb::mixed::json_rows(mixed);
   f << "\n  ]\n}\n";
+  return write_file(path, f.str());
 }
 
-void write_csv(const std::string& path, const std::vector<Result>& rs) {
-  std::ofstream f(path);
+std::string write_csv(const std::string& path, const std::vector<Result>& rs) {
+  std::ostringstream f;
   f << "table,container,type,size,status,peak_bytes,data_bytes,seconds,seconds_min,seconds_max,"
        "elements_per_second,min_ns,p50_ns,p90_ns,p99_ns,p99_9_ns,p99_99_ns,max_ns\n";
   for (const Result& r : rs) {
@@ -265,9 +317,11 @@ void write_csv(const std::string& path, const std::vector<Result>& rs) {
     std::replace(status.begin(), status.end(), ',', ';');
     f << r.table << ',' << r.container << ',' << r.type << ',' << r.size << ',' << status << ',';
     const bool ok = r.status == "ok";
-    f << (ok && r.table == "memory" ? std::to_string(r.peak_bytes) : "") << ','
-      << (ok && r.table == "memory" ? std::to_string(r.data_bytes) : "") << ',';
-    if (ok && (r.table == "throughput" || r.table == "concurrent" || r.table == "collatz")) {
+    const bool peak = r.table == "memory" || r.table == "mixed" || r.table == "many";
+    f << (ok && peak ? std::to_string(r.peak_bytes) : "") << ','
+      << (ok && r.table != "mixed" && peak ? std::to_string(r.data_bytes) : "") << ',';
+    if (ok && (r.table == "throughput" || r.table == "concurrent" || r.table == "collatz" ||
+               r.table == "mixed" || r.table == "many")) {
       f << json_number(r.seconds) << ',' << json_number(r.seconds_min) << ','
         << json_number(r.seconds_max) << ',' << json_number(r.eps);
     } else {
@@ -278,11 +332,12 @@ void write_csv(const std::string& path, const std::vector<Result>& rs) {
     }
     f << '\n';
   }
+  return write_file(path, f.str());
 }
 
-void write_markdown(const std::string& path, const Config& cfg, const Context& ctx,
-                    const std::vector<Result>& rs) {
-  std::ofstream f(path);
+std::string write_markdown(const std::string& path, const Config& cfg, const Context& ctx,
+                           const std::vector<Result>& rs) {
+  std::ostringstream f;
   f << "# reservoir-bench\n\n";
   for (const auto& [k, v] : ctx.fields)
     f << "- " << k << ": " << v << "\n";
@@ -349,6 +404,23 @@ void write_markdown(const std::string& path, const Config& cfg, const Context& c
       f << ' ' << r.latency.at(fmt::format("d{}", d)) << " |";
     f << "\n";
   }
+  f << "\n## Mixed workload (median total; vs std::vector; peak above an idle child)\n\n"
+       "| type | iterations | container | total | min..max | vs vector | peak |\n"
+       "|---|---|---|---|---|---|---|\n";
+  for (const Result& r : rs) {
+    if (r.table != "mixed") continue;
+    const Result* base = find(rs, "mixed", "vector", r.type, r.size);
+    f << "| " << r.type << " | " << r.size << " | " << r.container << " | ";
+    if (r.status != "ok") {
+      f << r.status << " | | | |\n";
+      continue;
+    }
+    f << format_seconds(r.seconds) << (r.unstable ? " ?" : "") << " | "
+      << format_seconds(r.seconds_min) << ".." << format_seconds(r.seconds_max) << " | "
+      << (r.container != "vector" ? speed_ratio(base, r) : "-") << " | "
+      << format_bytes(r.peak_bytes) << " |\n";
+  }
+  return write_file(path, f.str());
 }
 
 }  // namespace reservoir::bench::tour

@@ -13,6 +13,8 @@
 
 #include <reservoir/concurrent_dynarray.hpp>
 
+#include "arguments.hpp"
+
 namespace {
 
 // Steps from n down to 1. Once the orbit falls below n into the first `known` numbers, their
@@ -32,8 +34,14 @@ std::uint32_t orbit_length(std::uint64_t n, std::uint64_t known, Memo memo) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2'000'000;
-  const unsigned threads = argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 2;
+  const char* usage =
+      "collatz [N] [THREADS]   (N: 1..1000000000, default 2000000; THREADS: 1..256, "
+      "default 2)";
+  example::check_argument_count(argc, 2, usage);
+  const std::uint64_t n =
+      example::number_argument(argc, argv, 1, 2'000'000, 1, 1'000'000'000, usage);
+  const auto threads =
+      static_cast<unsigned>(example::number_argument(argc, argv, 2, 2, 1, 256, usage));
 
   reservoir::ConcurrentDynArray<std::uint32_t> lengths{reservoir::max_elements(n)};
   const auto start = std::chrono::steady_clock::now();

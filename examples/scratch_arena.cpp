@@ -8,6 +8,8 @@
 
 #include <reservoir/reservoir.hpp>
 
+#include "arguments.hpp"
+
 // A request that needs a few temporary buffers of varying sizes.
 static std::size_t handle_request(reservoir::Arena& scratch, unsigned seed) {
   std::size_t checksum = 0;
@@ -23,7 +25,10 @@ static std::size_t handle_request(reservoir::Arena& scratch, unsigned seed) {
 }
 
 int main(int argc, char** argv) {
-  const long requests = argc > 1 ? std::atol(argv[1]) : 10'000;
+  const char* usage = "scratch_arena [REQUESTS]   (1..1000000000, default 10000)";
+  example::check_argument_count(argc, 1, usage);
+  const auto requests =
+      static_cast<long>(example::number_argument(argc, argv, 1, 10'000, 1, 1'000'000'000, usage));
   reservoir::Arena scratch(256u << 20);  // 256 MiB of address space; nothing committed yet
   const std::size_t base_mark = scratch.mark();
 

@@ -8,8 +8,13 @@
 
 #include <reservoir/reservoir.hpp>
 
+#include "arguments.hpp"
+
 int main(int argc, char** argv) {
-  const std::size_t words = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
+  const char* usage = "stable_addresses [N]   (words: 1..1000000000, default 1000000)";
+  example::check_argument_count(argc, 1, usage);
+  const std::size_t words =
+      example::number_argument(argc, argv, 1, 1'000'000, 1, 1'000'000'000, usage);
   const std::size_t rss_before = reservoir::pal::current_rss();
 
   reservoir::DynArray<char> text;       // reserves address space; commits as it grows

@@ -11,6 +11,8 @@
 
 #include <reservoir/reservoir.hpp>
 
+#include "arguments.hpp"
+
 struct Token {
   enum Kind { identifier, number, symbol } kind;
   std::string_view text;      // into the source DynArray<char>
@@ -18,7 +20,10 @@ struct Token {
 };
 
 int main(int argc, char** argv) {
-  const long statements = argc > 1 ? std::atol(argv[1]) : 200'000;
+  const char* usage = "token_stream [N]   (statements: 1..100000000, default 200000)";
+  example::check_argument_count(argc, 1, usage);
+  const auto statements =
+      static_cast<long>(example::number_argument(argc, argv, 1, 200'000, 1, 100'000'000, usage));
 
   // 1. A source text, generated: "x3 = x1 + 42 ;" ...
   reservoir::DynArray<char> source;

@@ -7,12 +7,17 @@ cd "$(dirname "$0")/.."
 presets=("$@")
 [ ${#presets[@]} -eq 0 ] && presets=(release)
 
+# Each preset's packages: base is g++ and the libraries; the clang-built presets add their group.
 groups=(base)
 for p in "${presets[@]}"; do
-  [ "$p" = windows-mingw ] && groups+=(windows)
-  [ "$p" = libcxx ] || [ "$p" = posix-generic ] && groups+=(libcxx)
-  # The clang preset carries valgrind's annotations: their header comes with valgrind.
-  [ "$p" = clang ] && groups+=(valgrind)
+  case "$p" in
+    tsan) groups+=(clang) ;;
+    # The clang preset carries valgrind's annotations: their header comes with valgrind.
+    clang) groups+=(clang valgrind) ;;
+    libcxx | posix-generic) groups+=(libcxx) ;;
+    fuzz) groups+=(fuzz) ;;
+    windows-mingw) groups+=(windows) ;;
+  esac
 done
 scripts/install-deps.sh "${groups[@]}"
 

@@ -249,7 +249,10 @@ TEST_SUITE("bench_smoke") {
         }
         CHECK(res["actions"].obj.size() == 6);
         CHECK(actions == 20);
-        CHECK(per_action <= res["seconds"].num);
+        // Medians of 2 repetitions are means, and per action they add up to the mean total.
+        CHECK(per_action <= res["seconds"].num * (1 + 1e-9));
+        CHECK(res["samples"].arr.size() == 2);
+        CHECK(res["unstable"].kind == rb::json::Value::Kind::boolean);
         auto [it, fresh] = mixed_checksums.emplace(res["type"].str, res["checksum"].str);
         if (!fresh) CHECK(it->second == res["checksum"].str);
         ++mixed_cells;
@@ -350,19 +353,44 @@ TEST_SUITE("bench_smoke") {
     CHECK(threaded_cells == nc * 2 + 2 * 2);  // x 2 thread counts
     CHECK(mixed_cells == 3 * 5);              // 3 containers x 5 types
     CHECK(r.output.find("Mixed workload") != std::string::npos);
+    // Every table reaches every file, the mixed one included: CSV rows and a Markdown section.
+    auto slurp = [](const std::string& path) {
+      std::ifstream f(path);
+      std::stringstream contents;
+      contents << f.rdbuf();
+      return contents.str();
+    };
+    const std::string csv = slurp(dir.file("bench_smoke.csv"));
+    const std::string md = slurp(dir.file("bench_smoke.md"));
+    CHECK(csv.find("\nmixed,dynarray,int,20,ok,") != std::string::npos);
+    CHECK(csv.find("\nmany,vector,int,100,ok,") != std::string::npos);
+    CHECK(md.find("## Mixed workload") != std::string::npos);
+    CHECK(md.find("| all | 20 | deque | ") != std::string::npos);
   }
 
-  TEST_CASE("reservoir-bench rejects bad arguments with a clear message") {
+  TEST_CASE("reservoir-bench rejects bad arguments with exit code 2, before running anything") {
     for (std::vector<std::string> args : {std::vector<std::string>{"--sizes", "lots"},
                                           {"--containers", "list"},
                                           {"--only", "speed"},
                                           {"--only", "memory,speed"},
                                           {"--cell-budget", "0"},
-                                          {"--granule", "1000"}}) {
+                                          {"--reps", "abc"},
+                                          {"--reps", "0"},
+                                          {"--no-such-option"},
+                                          {"--threads", "1000"},
+                                          {"--mixed-types", "float"},
+                                          {"--granule", "1000"},
+                                          {"--sizes", "2e18"},
+                                          {"--sizes", "1e3,1.5e18", "--types", "string"},
+                                          {"--json", "/no-such-dir-for-reservoir/x.json"},
+                                          {"--markdown", "/no-such-dir-for-reservoir/x.md"}}) {
+      CAPTURE(args.front());
+      CAPTURE(args.back());
       rb::ProcessResult r;
       REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
       CHECK(r.exited);
-      CHECK(r.exit_code != 0);
+      CHECK(r.exit_code == 2);
+      CHECK(r.output.find("1. Peak memory") == std::string::npos);  // no cell ran
     }
   }
 }
