@@ -110,11 +110,12 @@ std::atomic<long long> g_appended{0};
 
 // Appends until cancelled. Every commit step takes a fresh reading of the memory limit (the
 // headroom it leaves is below the re-read threshold), so reads of /proc run all the time; the
-// loop's own cancellation point comes once per array.
+// loop's own cancellation point comes once per array. The same body runs on std::vector.
+template <class Array>
 void* append_until_cancelled(void*) {
   for (;;) {
     {
-      DynArray<int> a;
+      Array a;
       try {
         for (int i = 0; i < (1 << 22); ++i)
           a.push_back(i);
@@ -128,9 +129,8 @@ void* append_until_cancelled(void*) {
   return nullptr;
 }
 
-}  // namespace
-
-RESERVOIR_CHILD("process.cancel_appending_thread") {
+template <class Array>
+int cancel_appending_thread() {
   // A limit a little above what the process uses: each step's headroom is under the re-read
   // threshold (a quarter of the limit), so every step reads /proc/self/status.
   std::vector<char> ballast(std::size_t{96} << 20, 1);
@@ -138,7 +138,7 @@ RESERVOIR_CHILD("process.cancel_appending_thread") {
   if (rss == 0) return 2;
   reservoir::set_memory_limit(rss + (std::size_t{24} << 20));
   pthread_t thread;
-  if (::pthread_create(&thread, nullptr, &append_until_cancelled, nullptr) != 0) return 3;
+  if (::pthread_create(&thread, nullptr, &append_until_cancelled<Array>, nullptr) != 0) return 3;
   while (g_appended.load() == 0)
     ::usleep(100);
   ::usleep(static_cast<useconds_t>(1000 + (::getpid() % 7) * 1000));
@@ -146,6 +146,45 @@ RESERVOIR_CHILD("process.cancel_appending_thread") {
   void* result = nullptr;
   if (::pthread_join(thread, &result) != 0) return 5;
   return result == PTHREAD_CANCELED && ballast[1000] == 1 ? 0 : 6;
+}
+
+// Cancels an appending thread in `runs` fresh processes running `scenario`; counts those that
+// did not end cleanly (aborted or crashed) and those that hung.
+void cancel_runs(const char* scenario, int runs, int* aborted, int* hung) {
+  *aborted = *hung = 0;
+  for (int run = 0; run < runs; ++run) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      // A fresh program image per run: the scenario must not inherit this process's threads.
+      const std::string self = reservoir::bench::self_reexec_path();
+      if (kAddressSanitizer) {
+        // A cancelled thread's forced unwind leaves scope poison on its stack, which ASan's own
+        // thread teardown (removing its alternate signal stack) then reports as
+        // stack-use-after-scope inside the runtime: a false positive, avoided without that
+        // signal stack.
+        const char* opts = std::getenv("ASAN_OPTIONS");
+        const std::string all =
+            std::string(opts ? opts : "") + (opts && *opts ? ":" : "") + "use_sigaltstack=0";
+        ::setenv("ASAN_OPTIONS", all.c_str(), 1);
+      }
+      ::execl(self.c_str(), self.c_str(), "--child", scenario, static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const int r =
+        wait_with_deadline(pid, std::chrono::steady_clock::now() + std::chrono::seconds(20));
+    *hung += r == 1;
+    *aborted += r == 2;
+  }
+}
+
+}  // namespace
+
+RESERVOIR_CHILD("process.cancel_appending_dynarray") {
+  return cancel_appending_thread<DynArray<int>>();
+}
+RESERVOIR_CHILD("process.cancel_appending_vector") {
+  return cancel_appending_thread<std::vector<int>>();
 }
 
 TEST_SUITE("threads") {
@@ -164,45 +203,29 @@ TEST_SUITE("threads") {
     CHECK(r.output.find("hangs 0,") != std::string::npos);
   }
 
-  TEST_CASE("pthread_cancel of a thread that only appends: cancelled cleanly, never aborts") {
-#if defined(_LIBCPP_VERSION)
-    // With libc++ 14 every cancelled child aborts (50 of 50): the cause is not yet found, so
-    // cancellation is not claimed there (README). The libstdc++ builds (release, ASan, TSan,
-    // clang) run it.
-    MESSAGE("skipped with libc++: cancellation of an appending thread is claimed for libstdc++");
-    return;
-#endif
+  TEST_CASE("pthread_cancel of a thread that only appends: as std::vector, never worse") {
     constexpr int kRuns = 50;
-    int aborted = 0, hung = 0;
-    for (int run = 0; run < kRuns; ++run) {
-      const pid_t pid = ::fork();
-      REQUIRE(pid >= 0);
-      if (pid == 0) {
-        // A fresh program image per run: the scenario must not inherit this process's threads.
-        const std::string self = reservoir::bench::self_reexec_path();
-        if (kAddressSanitizer) {
-          // A cancelled thread's forced unwind leaves scope poison on its stack, which ASan's
-          // own thread teardown (removing its alternate signal stack) then reports as
-          // stack-use-after-scope inside the runtime: a false positive, avoided without that
-          // signal stack.
-          const char* opts = std::getenv("ASAN_OPTIONS");
-          const std::string all =
-              std::string(opts ? opts : "") + (opts && *opts ? ":" : "") + "use_sigaltstack=0";
-          ::setenv("ASAN_OPTIONS", all.c_str(), 1);
-        }
-        ::execl(self.c_str(), self.c_str(), "--child", "process.cancel_appending_thread",
-                static_cast<char*>(nullptr));
-        ::_exit(127);
-      }
-      const int r =
-          wait_with_deadline(pid, std::chrono::steady_clock::now() + std::chrono::seconds(20));
-      hung += r == 1;
-      aborted += r == 2;
-    }
-    MESSAGE("cancelled " << kRuns << " appending threads: " << aborted << " aborted, " << hung
-                         << " hung");
-    CHECK(aborted == 0);
+    int aborted = 0, hung = 0, vector_aborted = 0, vector_hung = 0;
+    cancel_runs("process.cancel_appending_dynarray", kRuns, &aborted, &hung);
+    cancel_runs("process.cancel_appending_vector", 10, &vector_aborted, &vector_hung);
+    MESSAGE("cancelled appending threads: DynArray " << aborted << " of " << kRuns << " aborted, "
+                                                    << hung << " hung; std::vector "
+                                                    << vector_aborted << " of 10 aborted, "
+                                                    << vector_hung << " hung");
     CHECK(hung == 0);
+    CHECK(vector_hung == 0);
+#if defined(_LIBCPP_VERSION)
+    // With libc++ 14 as Debian builds it, a program loads both LLVM's libunwind (libc++abi's) and
+    // libgcc's unwinder (glibc's pthread_cancel's), and a cancelled thread whose stack holds any
+    // C++ cleanup crashes, std::vector's the same: then only "never hangs" is asserted.
+    // Where that libc++ is fixed, std::vector passes and the checks below apply.
+    if (vector_aborted == 10) {
+      MESSAGE("with this libc++, cancelling a thread with C++ frames crashes for std::vector too");
+      return;
+    }
+#endif
+    CHECK(vector_aborted == 0);
+    CHECK(aborted == 0);
   }
 }
 
