@@ -208,10 +208,9 @@ TEST_SUITE("threads") {
     int aborted = 0, hung = 0, vector_aborted = 0, vector_hung = 0;
     cancel_runs("process.cancel_appending_dynarray", kRuns, &aborted, &hung);
     cancel_runs("process.cancel_appending_vector", 10, &vector_aborted, &vector_hung);
-    MESSAGE("cancelled appending threads: DynArray " << aborted << " of " << kRuns << " aborted, "
-                                                    << hung << " hung; std::vector "
-                                                    << vector_aborted << " of 10 aborted, "
-                                                    << vector_hung << " hung");
+    MESSAGE("cancelled appending threads: DynArray "
+            << aborted << " of " << kRuns << " aborted, " << hung << " hung; std::vector "
+            << vector_aborted << " of 10 aborted, " << vector_hung << " hung");
     CHECK(hung == 0);
     CHECK(vector_hung == 0);
 #if defined(_LIBCPP_VERSION)
