@@ -11,7 +11,7 @@
 # memory_resource.cpp anyway.
 #
 # `zig c++` takes the target as an argument and CMake wants one executable per tool, so the
-# compiler, ar and ranlib are small wrapper scripts written into the build tree at the first
+# compiler, ar and ranlib are small wrapper scripts written into the build tree at each
 # configure. try_compile projects reuse the top-level build's wrappers
 # (CMAKE_TRY_COMPILE_PLATFORM_VARIABLES).
 set(CMAKE_SYSTEM_NAME Darwin)
