@@ -129,8 +129,15 @@ Context make_context(const Config& cfg, std::uint64_t idle) {
   std::string cpu = "unknown";
 #if defined(RESERVOIR_BENCH_HAVE_TSC) && (defined(__GNUC__) || defined(__clang__))
   {
+    // The brand string (cpuid leaves 0x80000002..4) where the highest extended leaf reaches
+    // them. cpuid itself exists on every x86-64 CPU. Not __builtin_cpu_supports: it needs
+    // compiler-rt's __cpu_model, which not every toolchain links (Zig's does not).
     unsigned regs[12] = {};
-    if (__builtin_cpu_supports("sse2")) {
+    unsigned max_leaf = 0, unused_b = 0, unused_c = 0, unused_d = 0;
+    __asm__ volatile("cpuid"
+                     : "=a"(max_leaf), "=b"(unused_b), "=c"(unused_c), "=d"(unused_d)
+                     : "a"(0x80000000u), "c"(0));
+    if (max_leaf >= 0x80000004u) {
       for (unsigned i = 0; i < 3; ++i) {
         unsigned a, b, c, d;
         __asm__ volatile("cpuid"

@@ -6,14 +6,20 @@
 // Not thread-safe (like std::pmr::monotonic_buffer_resource).
 //
 // Exists where the standard library has <memory_resource> (__cpp_lib_memory_resource: libstdc++
-// 9, MSVC 19.13, libc++ 16; Apple's libc++ also needs a macOS 14 deployment target).
-// RESERVOIR_HAS_ARENA_RESOURCE says whether it does; without it this header declares nothing, so
-// <reservoir/reservoir.hpp> works everywhere.
+// 9, MSVC 19.13, libc++ 16) and, on macOS, the deployment target is 14.0 or later (Apple ships
+// std::pmr in the libc++ of macOS 14 on). The deployment target is checked here as well because a
+// libc++ built without Apple's availability annotations (Zig's, for one) defines the feature
+// macro at every target while the library it links may lack std::pmr.
+// RESERVOIR_HAS_ARENA_RESOURCE says whether it exists. Where it does not, this header declares
+// only a placeholder ArenaResource whose construction fails to compile with the reason, so
+// <reservoir/reservoir.hpp> works everywhere and a use says what is missing.
 #pragma once
 
 #include <version>
 
-#if defined(__cpp_lib_memory_resource)
+#if defined(__cpp_lib_memory_resource) &&                       \
+    !(defined(__ENVIRONMENT_MAC_OS_X_VERSION_MIN_REQUIRED__) && \
+      __ENVIRONMENT_MAC_OS_X_VERSION_MIN_REQUIRED__ < 140000)
 #define RESERVOIR_HAS_ARENA_RESOURCE 1
 #else
 #define RESERVOIR_HAS_ARENA_RESOURCE 0
@@ -60,6 +66,31 @@ class ArenaResource : public std::pmr::memory_resource {
  private:
   std::optional<Arena> owned_;
   Arena* arena_;
+};
+
+}  // namespace reservoir
+
+#else  // !RESERVOIR_HAS_ARENA_RESOURCE
+
+namespace reservoir {
+
+namespace detail {
+template <class...>
+inline constexpr bool kArenaResourceAvailable = false;
+}  // namespace detail
+
+// The placeholder: constructing one (with any arguments) fails to compile with the reason.
+class ArenaResource {
+ public:
+  template <class... Args>
+  explicit ArenaResource(Args&&...) {
+    static_assert(detail::kArenaResourceAvailable<Args...>,
+                  "reservoir::ArenaResource needs std::pmr::memory_resource, which this standard "
+                  "library or deployment target does not provide: on macOS, build with a "
+                  "deployment target of 14.0 or later (CMAKE_OSX_DEPLOYMENT_TARGET=14.0, "
+                  "-mmacosx-version-min=14.0); elsewhere, libc++ 16 or later. "
+                  "RESERVOIR_HAS_ARENA_RESOURCE is 0 here.");
+  }
 };
 
 }  // namespace reservoir

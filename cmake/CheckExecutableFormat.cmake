@@ -1,0 +1,21 @@
+# cmake -DFILE_PROGRAM=file -DEXPECTED="Mach-O 64-bit arm64 executable" -DFILES="a|b|c" -P ...
+# Fails unless `file` describes every one of FILES (|-separated) with the text EXPECTED.
+string(REPLACE "|" ";" files "${FILES}")
+list(LENGTH files count)
+if(count EQUAL 0)
+  message(FATAL_ERROR "no files to check")
+endif()
+set(bad 0)
+foreach(f ${files})
+  execute_process(COMMAND "${FILE_PROGRAM}" -b "${f}" OUTPUT_VARIABLE what
+    OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+  string(FIND "${what}" "${EXPECTED}" at)
+  if(NOT rc EQUAL 0 OR at EQUAL -1)
+    message(SEND_ERROR "${f}: ${what} (expected: ${EXPECTED})")
+    math(EXPR bad "${bad} + 1")
+  endif()
+endforeach()
+if(bad GREATER 0)
+  message(FATAL_ERROR "${bad} of ${count} programs are not ${EXPECTED}s")
+endif()
+message(STATUS "${count} programs are ${EXPECTED}s")
