@@ -102,7 +102,7 @@ bool read_blocks(const std::string& path, std::vector<Block>* out) {
   return ok;
 }
 
-std::string quoted(const std::string& s) {
+std::string shell_quoted(const std::string& s) {
   std::string q = "'";
   for (char c : s) {
     if (c == '\'') {
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
   const std::string workdir = args[0];
   std::string compiler;
   for (auto it = args.begin() + 1; it != dashes; ++it)
-    compiler += (compiler.empty() ? "" : " ") + quoted(*it);
+    compiler += (compiler.empty() ? "" : " ") + shell_quoted(*it);
   std::vector<Block> blocks;
   bool ok = true;
   for (auto it = dashes + 1; it != args.end(); ++it)
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
-    const std::string command = compiler + " -fsyntax-only " + quoted(source);
+    const std::string command = compiler + " -fsyntax-only " + shell_quoted(source);
     ++compiled;
     if (std::system(command.c_str()) != 0) {
       std::fprintf(stderr, "%s:%d: this C++ block does not compile (%s)\n", b.file.c_str(), b.line,
