@@ -125,8 +125,10 @@ int main(int argc, char** argv) {
   }
   const std::string workdir = args[0];
   std::string compiler;
-  for (auto it = args.begin() + 1; it != dashes; ++it)
-    compiler += (compiler.empty() ? "" : " ") + shell_quoted(*it);
+  for (auto it = args.begin() + 1; it != dashes; ++it) {
+    if (!compiler.empty()) compiler += ' ';
+    compiler += shell_quoted(*it);
+  }
   std::vector<Block> blocks;
   bool ok = true;
   for (auto it = dashes + 1; it != args.end(); ++it)
