@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   app.add_flag("--prefault,!--no-prefault", cfg.prefault,
                "DynArray: prefault each committed step (the library default: on)");
   app.add_flag("--huge-pages,!--no-huge-pages", cfg.huge_pages,
-               "DynArray: ask for transparent huge pages (the library default: off)");
+               "DynArray: transparent huge pages past 4 MiB (the library default: on)");
   std::string threads = "1,2,4";
   app.add_option("--threads", threads,
                  "Thread counts for the concurrent-append table (empty or 0: skip it)")

@@ -2,6 +2,7 @@
 // alignment, moves and guard pages.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -87,14 +88,42 @@ TEST_SUITE("arena") {
     CHECK(pal::testing::calls(pal::Op::commit) - commits == calls);
     // 4 KiB pages: 4, 8, 16, 32, 64 KiB.
     if (granule == 4096) CHECK(calls == 5);
-    // From there on, steps of at least kDoublingStepLimit until committed/8 is larger.
+  }
+
+  TEST_CASE("bounded steps: at least kDoublingStepLimit and committed/8, at most 2 MiB") {
+    // Without huge pages, prefault populates every step at once, so steps stay bounded.
+    pal::testing::set_transparent_huge_pages(0);
+    reservoir::clear_reservation_cache();
+    Arena a(10 * kMiB + 4096);
+    const std::size_t granule = a.commit_granule();
+    a.grow(reservoir::kDoublingStepLimit);
     while (a.committed() < 4 * kMiB) {
       const std::size_t before = a.committed();
       a.grow(a.committed() - a.size() + 1);
       CHECK(a.committed() - before >= reservoir::kDoublingStepLimit);
       CHECK(a.committed() - before >= before / 8 / granule * granule / 2);
       CHECK(a.committed() - before <= std::max(reservoir::kDoublingStepLimit, before / 8));
+      CHECK(a.committed() - before <= std::max(granule, reservoir::kPopulatedStepLimit));
     }
+    pal::testing::set_transparent_huge_pages(-1);
+  }
+
+  TEST_CASE("geometric steps double the committed prefix up to max_commit_step") {
+    // With huge pages in effect (forced here) and no memory limit checked, every step doubles.
+    pal::testing::set_transparent_huge_pages(1);
+    reservoir::clear_reservation_cache();
+    ArenaOptions o;
+    o.respect_memory_limit = false;
+    o.max_commit_step = 32 * kMiB;
+    Arena a(256 * kMiB, o);
+    const std::size_t cap = a.options().max_commit_step;
+    a.grow(1);
+    while (a.committed() < 128 * kMiB) {
+      const std::size_t before = a.committed();
+      a.grow(a.committed() - a.size() + 1);
+      CHECK(a.committed() == before + std::min(before, cap));
+    }
+    pal::testing::set_transparent_huge_pages(-1);
   }
 
   TEST_CASE("committed() is exactly round_up(size, granule) while growing") {
@@ -119,7 +148,8 @@ TEST_SUITE("arena") {
     }
   }
 
-  TEST_CASE("commit steps grow with the arena up to 2 MiB; large arenas are 2 MiB aligned") {
+  TEST_CASE("bounded steps grow with the arena up to 2 MiB; large arenas are 2 MiB aligned") {
+    pal::testing::set_transparent_huge_pages(0);
     Arena a(256 * kMiB);
     CHECK(reinterpret_cast<std::uintptr_t>(a.base()) % (2 * kMiB) == 0);
     const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
@@ -127,7 +157,7 @@ TEST_SUITE("arena") {
     while (a.size() < 100 * kMiB) {
       const std::size_t step = a.commit_step();
       CHECK(step >= a.commit_granule());
-      CHECK(step <= reservoir::kDefaultMaxCommitStep);
+      CHECK(step <= reservoir::kPopulatedStepLimit);
       CHECK((step & (step - 1)) == 0);
       if (step != last_step) ++steps_seen, last_step = step;
       a.grow(4096);
@@ -135,7 +165,7 @@ TEST_SUITE("arena") {
       REQUIRE(a.committed() >= a.size());
       REQUIRE(a.committed() - a.size() < a.commit_step());
     }
-    CHECK(a.commit_step() == reservoir::kDefaultMaxCommitStep);
+    CHECK(a.commit_step() == reservoir::kPopulatedStepLimit);
     CHECK(steps_seen >= 5);  // 64 KiB, 128, 256, 512 KiB, 1, 2 MiB
     // 100 MiB took about 50 two-MiB steps plus ~40 while the step ramped up (8 per doubling from
     // 64 KiB), not the 1600 calls of fixed 64 KiB granules.
@@ -143,6 +173,107 @@ TEST_SUITE("arena") {
     // Small arenas are not over-aligned.
     Arena small(kMiB);
     CHECK(small.reserved() < 2 * kMiB);
+    pal::testing::set_transparent_huge_pages(-1);
+  }
+
+  TEST_CASE("geometric steps reach 1e8 ints in O(log n) OS calls, one huge-page advice") {
+    // Growing 4 bytes at a time to n bytes takes log2(n / 4 KiB) doubling commits up to
+    // max_commit_step and one per max_commit_step after it; populate calls only below
+    // kHugePageThreshold, for steps of at least kDoublingStepLimit; one advice.
+    pal::testing::set_transparent_huge_pages(1);
+    reservoir::clear_reservation_cache();
+    ArenaOptions o;
+    o.respect_memory_limit = false;
+    for (const std::size_t n : {std::size_t{40} << 20, std::size_t{400'000'000}}) {
+      CAPTURE(n);
+      const auto calls = [] {
+        return pal::testing::calls(pal::Op::reserve) + pal::testing::calls(pal::Op::commit) +
+               pal::testing::calls(pal::Op::prefault) + pal::testing::calls(pal::Op::advise) +
+               pal::testing::calls(pal::Op::decommit) + pal::testing::calls(pal::Op::release);
+      };
+      const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
+      const std::uint64_t advice = pal::testing::calls(pal::Op::advise);
+      const std::uint64_t before = calls();
+      {
+        Arena a(std::size_t{1} << 30, o);
+        if (a.commit_granule() != 4096) break;  // the counts below are for 4 KiB pages
+        std::size_t grown = 0;
+        while (grown < n) {
+          const std::size_t chunk = std::min<std::size_t>(a.committed() - a.size() + 4, n - grown);
+          a.grow(chunk);
+          grown += chunk;
+        }
+        CHECK(a.committed() - a.size() < std::max(a.size(), a.options().max_commit_step));
+        CHECK(pal::testing::calls(pal::Op::advise) - advice == 1);
+      }
+      const std::uint64_t log2_pages = std::bit_width(n / 4096);
+      const std::uint64_t capped = n / reservoir::kDefaultMaxCommitStep;
+      CHECK(pal::testing::calls(pal::Op::commit) - commits <= log2_pages + capped + 1);
+      // reserve, commits, 6 populates (64 KiB..2 MiB), the advice, then decommit + release or
+      // park.
+      CHECK(calls() - before <= log2_pages + capped + 1 + 6 + 1 + 1 + 2);
+      if (n == 400'000'000) CHECK(calls() - before <= 32);
+    }
+    pal::testing::set_transparent_huge_pages(-1);
+  }
+
+  TEST_CASE("huge pages are advised past kHugePageThreshold only, and only when THP is on") {
+    reservoir::clear_reservation_cache();
+    ArenaOptions o;
+    o.respect_memory_limit = false;
+    for (const int thp : {0, 1}) {
+      CAPTURE(thp);
+      pal::testing::set_transparent_huge_pages(thp);
+      const std::uint64_t advice = pal::testing::calls(pal::Op::advise);
+      Arena a(64 * kMiB, o);
+      a.grow(reservoir::kHugePageThreshold);  // up to it: 4 KiB pages only
+      CHECK(pal::testing::calls(pal::Op::advise) == advice);
+      a.grow(1);
+      CHECK(pal::testing::calls(pal::Op::advise) == advice + static_cast<std::uint64_t>(thp));
+      // Without THP the step stays bounded (populated at once); with it, it doubles.
+      CHECK(a.committed() == (thp ? 2 * reservoir::kHugePageThreshold
+                                  : reservoir::kHugePageThreshold + a.commit_step()));
+      auto* p = reinterpret_cast<unsigned char*>(a.base());
+      fill_pattern(p, a.size(), 3);
+      CHECK(p[a.size() - 1] == static_cast<unsigned char>((a.size() - 1 + 3) * 131u));
+    }
+    pal::testing::set_transparent_huge_pages(-1);
+  }
+
+  TEST_CASE("a refused geometric step is retried as the smallest step that holds the request") {
+    pal::testing::set_transparent_huge_pages(1);
+    reservoir::clear_reservation_cache();
+    ArenaOptions o;
+    o.respect_memory_limit = false;
+    Arena a(256 * kMiB, o);
+    a.grow(32 * kMiB);
+    REQUIRE(a.committed() == 32 * kMiB);
+    const std::size_t g = a.commit_granule();
+    // One refusal: the 32 MiB doubling step fails, the retry commits only what is needed.
+    pal::testing::fail(pal::Op::commit, 0, 1, pal::testing::out_of_memory_error());
+    a.grow(1);
+    CHECK(a.committed() == 32 * kMiB + g);
+    // Two refusals: the growth fails and changes nothing.
+    a.grow(a.committed() - a.size());
+    const State before(a);
+    pal::testing::fail(pal::Op::commit, 0, 2, pal::testing::out_of_memory_error());
+    CHECK_THROWS_AS(a.grow(1), OsAllocationError);
+    CHECK(State(a) == before);
+    pal::testing::clear();
+    pal::testing::set_transparent_huge_pages(-1);
+  }
+
+  TEST_CASE("under a memory limit, steps stay bounded whatever THP says") {
+    pal::testing::set_transparent_huge_pages(1);
+    reservoir::set_memory_limit(std::size_t{1} << 40);  // far above any usage: nothing refused
+    {
+      Arena a(256 * kMiB);
+      a.grow(16 * kMiB);
+      CHECK(a.commit_step() <= reservoir::kPopulatedStepLimit);
+      CHECK(a.committed() - a.size() <= reservoir::kPopulatedStepLimit);
+    }
+    reservoir::set_memory_limit(reservoir::kMemoryLimitAuto);
+    pal::testing::set_transparent_huge_pages(-1);
   }
 
   TEST_CASE("destroyed arenas park their reservation; the next one takes it with no OS call") {
@@ -450,7 +581,12 @@ TEST_SUITE("arena") {
       Arena::Populate populate;
       std::size_t min_kib, max_kib;
     };
-    for (const Case c : {Case{Arena::Populate::all, 60 * 1024, 80 * 1024},
+    // Under huge pages (geometric steps), `all` populates below kHugePageThreshold only: past it
+    // each 2 MiB page is backed by its first touch.
+    const bool huge_faults = pal::transparent_huge_pages() &&
+                             reservoir::memory_limit_headroom() == reservoir::kMemoryLimitOff;
+    const std::size_t all_min = huge_faults ? 3 * 1024 : 60 * 1024;
+    for (const Case c : {Case{Arena::Populate::all, all_min, 80 * 1024},
                          Case{Arena::Populate::first_step, 0, 8 * 1024},
                          Case{Arena::Populate::none, 0, 4 * 1024}}) {
       Arena a(128 * kMiB);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -336,9 +337,9 @@ TEST_SUITE("dynarray") {
     o.commit_granule = 3 * pal::page_size();
     Tracked::reset();
     {
-      DynArray<Tracked> a(reservoir::max_elements(4'000'000), o);
+      DynArray<Tracked> a(reservoir::max_elements(8'000'000), o);
       int failures = 0;
-      while (a.arena().committed() < 4 * reservoir::kDefaultMaxCommitStep) {
+      while (a.arena().committed() < 4 * reservoir::kPopulatedStepLimit) {
         fill_to_capacity(a);
         const std::size_t size = a.size(), capacity = a.capacity();
         const std::size_t committed = a.arena().committed();
@@ -352,7 +353,11 @@ TEST_SUITE("dynarray") {
         a.emplace_back(static_cast<int>(size));
       }
       CHECK(a.arena().commit_step() > a.arena().commit_granule());
-      CHECK(failures > 20);
+      // One failure per step: doubling from 3 pages to 8 MiB takes about log2(8 MiB / granule)
+      // steps; bounded steps take more.
+      const auto steps =
+          std::bit_width(4 * reservoir::kPopulatedStepLimit / a.arena().commit_granule());
+      CHECK(failures >= static_cast<int>(steps) - 1);
       for (std::size_t i = 0; i < a.size(); ++i)
         REQUIRE(a[i].value == static_cast<int>(i));
     }
@@ -465,6 +470,34 @@ TEST_SUITE("dynarray") {
     b.resize(b.capacity(), 3);  // fills the kept pages with no commit call
     CHECK(pal::testing::calls(pal::Op::commit) == commits);
     CHECK(b.back() == 3);
+  }
+
+  TEST_CASE("push_back to 1e7 ints with huge pages: O(log n) OS calls, nothing moves") {
+    // Geometric steps (huge pages forced on, no memory limit checked): about log2(40 MB / 4 KiB)
+    // = 14 commits, populate calls for the steps from 64 KiB to 2 MiB, one huge-page advice.
+    pal::testing::set_transparent_huge_pages(1);
+    reservoir::clear_reservation_cache();
+    reservoir::ArenaOptions o;
+    o.respect_memory_limit = false;
+    constexpr int kN = 10'000'000;
+    const auto calls = [] {
+      return pal::testing::calls(pal::Op::reserve) + pal::testing::calls(pal::Op::commit) +
+             pal::testing::calls(pal::Op::prefault) + pal::testing::calls(pal::Op::advise);
+    };
+    const std::uint64_t before = calls();
+    {
+      DynArray<int> a(reservoir::max_elements(std::size_t{1} << 28), o);
+      a.push_back(0);
+      const int* const first = a.data();
+      for (int i = 1; i < kN; ++i)
+        a.push_back(i);
+      CHECK(a.data() == first);
+      CHECK(a[kN / 2] == kN / 2);
+      CHECK(a.back() == kN - 1);
+      CHECK(a.arena().committed() < 2 * a.size() * sizeof(int));
+      if (a.arena().commit_granule() == 4096) CHECK(calls() - before <= 1 + 15 + 6 + 1);
+    }
+    pal::testing::set_transparent_huge_pages(-1);
   }
 
   TEST_CASE("capacity follows committed memory; shrink_to_fit returns it to the OS") {

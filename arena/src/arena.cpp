@@ -129,8 +129,7 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
     *error = ec;
     return std::nullopt;
   }
-  // 4. Huge pages are a hint: a kernel without THP refuses it and the arena works the same.
-  if (options.huge_pages) (void)pal::advise_huge_pages(mapping, l.mapping);
+  // 4. Huge pages, if asked for, are advised by the first commit past kHugePageThreshold.
   const auto start = reinterpret_cast<std::uintptr_t>(mapping) + l.guard;
   const std::uintptr_t aligned = (start + l.base_align - 1) / l.base_align * l.base_align;
   std::byte* const base =

@@ -17,14 +17,23 @@ using detail::round_up;
 
 // ---- committing ---------------------------------------------------------------------------------
 
-std::size_t Arena::commit_step() const noexcept {
-  // A power-of-two number of granules, capped (the cap is a whole number of granules):
+bool Arena::geometric_steps() const noexcept {
+  // Doubling steps are safe where committing is a permission change only: nothing is populated
+  // (prefault off), or what lies past kHugePageThreshold is backed by 2 MiB first touches. Under
+  // a memory limit every committed byte must be charged as it is backed, which only bounded,
+  // populated steps do exactly: an unpopulated step's pages are not in the usage the next
+  // reading sees.
+  if (has(kRespectMemoryLimit) && detail::memory_limit_in_force()) return false;
+  return !has(kPrefault) || (has(kHugePages) && pal::transparent_huge_pages());
+}
+
+std::size_t Arena::bounded_step() const noexcept {
+  // A power-of-two number of granules, capped at kPopulatedStepLimit (whole granules, at least
+  // one) and at max_step():
   //   1. at least one granule;
   //   2. the committed prefix itself, up to kDoublingStepLimit: small arenas double;
   //   3. committed/8: large arenas commit in proportion to their size.
-  // An empty (default-constructed or moved-from) arena has no granule and no step.
   const std::size_t granule = this->granule();
-  if (granule == 0) return 0;
   std::size_t step = granule;
   if (const std::size_t held = committed_ / granule; held > 1) {
     const std::size_t doubling_cap = std::max<std::size_t>(kDoublingStepLimit / granule, 1);
@@ -33,44 +42,94 @@ std::size_t Arena::commit_step() const noexcept {
   if (const std::size_t eighth = committed_ / 8 / granule; eighth > 1) {
     step = std::max(step, granule * std::bit_floor(eighth));
   }
-  return std::min(step, max_step());
+  const std::size_t cap = std::max(granule, kPopulatedStepLimit / granule * granule);
+  return std::min({step, cap, max_step()});
 }
 
-std::size_t Arena::commit_target(std::size_t bytes) const noexcept {
+std::size_t Arena::commit_step() const noexcept {
+  // An empty (default-constructed or moved-from) arena has no granule and no step.
+  const std::size_t granule = this->granule();
+  if (granule == 0) return 0;
+  if (!geometric_steps()) return bounded_step();
+  // The committed prefix, in whole granules rounded down to a power of two: each step doubles it.
+  const std::size_t held = std::max<std::size_t>(committed_ / granule, 1);
+  return std::min(granule * std::bit_floor(held), max_step());
+}
+
+std::size_t Arena::commit_target(std::size_t bytes, std::size_t step) const noexcept {
   // Commit outward: whole steps, capped at the reservation's end.
   std::size_t target = reserved_;
-  if (std::size_t r; round_up(bytes, commit_step(), &r) && r < reserved_) target = r;
+  if (std::size_t r; round_up(bytes, step, &r) && r < reserved_) target = r;
   return target;
 }
 
 std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept {
-  const std::size_t target = commit_target(bytes);
+  const bool geometric = geometric_steps();
+  const std::size_t target = commit_target(bytes, commit_step());
   if (target <= committed_) return {};
+  std::error_code ec = commit_range(bytes, target, populate, geometric);
+  if (!ec || !geometric) return ec;
+  // A large doubling step can be refused where the request alone fits (strict overcommit, the
+  // machine's memory, Windows' commit limit): retry with the smallest step that holds it, if
+  // that is at least kPopulatedStepLimit smaller.
+  const std::size_t least = commit_target(bytes, granule());
+  if (least >= target || target - least < kPopulatedStepLimit) return ec;
+  return commit_range(bytes, least, populate, geometric);
+}
+
+std::error_code Arena::commit_range(std::size_t bytes, std::size_t target, Populate populate,
+                                    bool geometric) noexcept {
   std::byte* start = base_ + committed_;
   const std::size_t len = target - committed_;
-  // Charged: what is populated now or (all) written next; untouched pages cost nothing. Pages
-  // given back (trim, release) are not credited: the next reading of the limit sees them, and
-  // until then the headroom errs on the safe side.
-  const std::size_t backed = populate == Populate::all    ? len
+  // 1. What to back with RAM now: all of the step, its first kPopulatedStepLimit, or nothing.
+  //    Under huge pages, nothing past kHugePageThreshold: first touches map 2 MiB pages there,
+  //    one fault per 2 MiB, and no populate call is made for it.
+  std::size_t backed = populate == Populate::all    ? len
+                       : populate == Populate::none ? 0
+                                                    : std::min(len, kPopulatedStepLimit);
+  const bool huge =
+      has(kHugePages) && pal::transparent_huge_pages() && reserved_ > kHugePageThreshold;
+  if (huge && geometric) {
+    backed = std::min(backed, committed_ < kHugePageThreshold
+                                  ? std::min(target, kHugePageThreshold) - committed_
+                                  : 0);
+  }
+  if (!has(kPrefault)) backed = 0;
+  // 2. Charged: what is populated now or (all) written next; untouched pages cost nothing. Pages
+  //    given back (trim, release) are not credited: the next reading of the limit sees them, and
+  //    until then the headroom errs on the safe side. A geometric step is taken only where no
+  //    limit is in force, and there the charge is the machine check alone, of the bytes asked for.
+  const std::size_t asked = std::min(len, bytes > committed_ ? bytes - committed_ : 0);
+  const std::size_t charge = geometric ? std::max(backed, populate == Populate::all ? asked : 0)
+                             : has(kPrefault)             ? backed
                              : populate == Populate::none ? 0
-                                                          : std::min(len, max_step());
+                             : populate == Populate::all  ? len
+                                                          : std::min(len, kPopulatedStepLimit);
   std::size_t charged = 0;
   std::error_code ec =
-      has(kRespectMemoryLimit) ? detail::charge_step(len, backed, &charged) : std::error_code{};
+      has(kRespectMemoryLimit) ? detail::charge_step(len, charge, &charged) : std::error_code{};
   if (ec) return ec;
   if ((ec = pal::commit(start, len))) {
     detail::memory_limit_refund(charged);
     return ec;
   }
-  if (has(kPrefault) && backed != 0) {
-    // 1. Ask the OS to back the step (Linux MADV_POPULATE_WRITE), then 2. write one byte per
-    //    page anyway (the only way elsewhere). After a populate the write costs a store per page,
-    //    but on a VM whose host takes back free guest pages (free page reporting) the populate
-    //    maps pages without touching them, and the host's fault would otherwise land on the
-    //    append that first writes each page (measurements: docs/design.md).
+  // 3. The first commit past the threshold marks the rest of the reservation (up to the end of
+  //    the mapping, so the upper guard page stays in the same kernel mapping) for huge pages.
+  if (huge && committed_ <= kHugePageThreshold && target > kHugePageThreshold) {
+    std::byte* from = base_ + kHugePageThreshold;
+    (void)pal::advise_huge_pages(from, static_cast<std::size_t>(mapping() + mapping_size() - from));
+  }
+  if (backed != 0) {
+    // 4. Ask the OS to back the step (Linux MADV_POPULATE_WRITE; not for steps under
+    //    kDoublingStepLimit, where the stores below cost less than the call), then write one
+    //    byte per page anyway (the only way elsewhere). After a populate the write costs a store
+    //    per page, but on a VM whose host takes back free guest pages (free page reporting) the
+    //    populate maps pages without touching them, and the host's fault would otherwise land on
+    //    the append that first writes each page (measurements: docs/design.md).
     //    Storing 0 is safe: the step holds no live data and reads as zero (a read-modify-write
     //    would fault twice where nothing was populated: a read maps the shared zero page first).
-    ec = pal::prefault(start, backed);
+    ec = backed < kDoublingStepLimit ? std::make_error_code(std::errc::not_supported)
+                                     : pal::prefault(start, backed);
     if (!ec || ec == std::errc::not_supported) {
       // Every 4 KiB, the smallest page of any supported OS, whatever page_size() says.
       constexpr std::size_t kTouchStride = 4096;

@@ -92,6 +92,9 @@ std::error_code charge_step(std::size_t committed, std::size_t populated,
 void memory_limit_settle(std::size_t charged) noexcept;
 // The charged step was not committed: its bytes go back to the headroom.
 void memory_limit_refund(std::size_t charged) noexcept;
+// True if commit steps are checked against a limit: one set by set_memory_limit(), or a cgroup's
+// as of the latest reading (taken now if there is none yet).
+bool memory_limit_in_force() noexcept;
 // The sentence appended to a refused step's message: the limit, its source, the usage, the
 // margin, and how to raise or turn off the check.
 std::string memory_limit_advice();

@@ -159,6 +159,16 @@ bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept {
   return true;
 }
 
+bool memory_limit_in_force() noexcept {
+  LimitState& st = limit_state();
+  const std::size_t setting = st.setting.load(std::memory_order_relaxed);
+  if (setting == kMemoryLimitOff) return false;
+  if (setting != kMemoryLimitAuto) return true;
+  const std::int64_t h = st.headroom.load();
+  if (h == kUnknown) return memory_limit_headroom() != kMemoryLimitOff;
+  return h < kUnlimited / 2;
+}
+
 void memory_limit_settle(std::size_t charged) noexcept {
   if (charged) limit_state().in_flight.fetch_sub(clamp(charged));
 }

@@ -17,6 +17,7 @@ struct FaultSlot {
 };
 
 std::atomic<std::size_t> g_page_size_override{0};
+std::atomic<int> g_thp_override{-1};
 
 constexpr std::size_t kOps = static_cast<std::size_t>(Op::count_);
 std::array<FaultSlot, kOps> g_slots;
@@ -50,9 +51,17 @@ bool injected_failure(Op op, std::error_code* ec) noexcept {
   return true;
 }
 
+int transparent_huge_pages_override() noexcept {
+  return g_thp_override.load(std::memory_order_relaxed);
+}
+
 }  // namespace detail
 
 namespace testing {
+
+void set_transparent_huge_pages(int mode) noexcept {
+  g_thp_override.store(mode < 0 ? -1 : (mode != 0 ? 1 : 0), std::memory_order_relaxed);
+}
 
 void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept {
   std::lock_guard lock(g_mutex);

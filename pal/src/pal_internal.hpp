@@ -14,6 +14,8 @@ bool injected_failure(Op op, std::error_code* ec) noexcept;
 
 // The page size set by testing::set_page_size(), or 0.
 std::size_t page_size_override() noexcept;
+// -1 when pal::transparent_huge_pages() asks the OS; 0 or 1 when a test decided the answer.
+int transparent_huge_pages_override() noexcept;
 
 inline std::error_code os_error(int value) noexcept {
   return {value, os_category()};

@@ -291,6 +291,8 @@ void yield_thread() noexcept {
 }
 
 std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::advise, &ec)) return ec;
 #if RESERVOIR_PAL_LINUX && defined(MADV_HUGEPAGE)
   if (::madvise(addr, size, MADV_HUGEPAGE) != 0) return last_error();
   return {};
@@ -298,6 +300,31 @@ std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
   (void)addr;
   (void)size;
   return std::make_error_code(std::errc::not_supported);
+#endif
+}
+
+bool transparent_huge_pages() noexcept {
+  if (const int forced = detail::transparent_huge_pages_override(); forced >= 0) return forced;
+#if RESERVOIR_PAL_LINUX && defined(MADV_HUGEPAGE)
+  // The file reads "always [madvise] never": the bracketed word is the mode in force. `always`
+  // and `madvise` both honour MADV_HUGEPAGE; `never` (or no file: no THP) ignores it.
+  static const bool on = [] {
+    const CancellationOff no_cancel;
+    int fd = ::open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[128];
+    ssize_t n;
+    do {
+      n = ::read(fd, buf, sizeof(buf) - 1);
+    } while (n < 0 && errno == EINTR);
+    ::close(fd);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    return std::strstr(buf, "[always]") != nullptr || std::strstr(buf, "[madvise]") != nullptr;
+  }();
+  return on;
+#else
+  return false;
 #endif
 }
 

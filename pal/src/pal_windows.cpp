@@ -140,8 +140,16 @@ std::error_code prefault(void* addr, std::size_t size) noexcept {
 }
 
 std::error_code advise_huge_pages(void*, std::size_t) noexcept {
-  // Large pages on Windows need SeLockMemoryPrivilege and MEM_LARGE_PAGES at reservation time.
+  std::error_code ec;
+  if (injected_failure(Op::advise, &ec)) return ec;
+  // Large pages on Windows need SeLockMemoryPrivilege and MEM_LARGE_PAGES at reservation time,
+  // are committed whole when reserved and cannot be decommitted: not a growable reservation.
   return std::make_error_code(std::errc::not_supported);
+}
+
+bool transparent_huge_pages() noexcept {
+  const int forced = detail::transparent_huge_pages_override();
+  return forced > 0;
 }
 
 bool process_barrier_supported() noexcept {

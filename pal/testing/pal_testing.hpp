@@ -19,6 +19,7 @@ namespace reservoir::pal {
 // reports 0 or no limit, as when the OS will not tell.
 // `barrier` covers process_barrier_supported() (an injected failure: not supported) and
 // process_barrier().
+// `advise` is advise_huge_pages() (a hint: callers ignore its failure; counted all the same).
 // `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
 // build). Injected with ENOMEM (the default) it first unmaps the range, as POSIX allows a failed
 // MAP_FIXED call to have done, so the test sees the worst case; with any other error the mapping
@@ -32,6 +33,7 @@ enum class Op : unsigned {
   stats,
   remap,
   barrier,
+  advise,
   count_
 };
 
@@ -51,6 +53,9 @@ bool set_page_size(std::size_t bytes) noexcept;
 // True if decommit re-maps the range (macOS, FreeBSD, the posix-generic build) instead of
 // madvise + mprotect (Linux) or VirtualFree(MEM_DECOMMIT) (Windows).
 bool decommit_remaps() noexcept;
+// Makes pal::transparent_huge_pages() answer `on` (1) or `off` (0) instead of asking the OS
+// (-1, the default), so that both commit policies run on any machine.
+void set_transparent_huge_pages(int mode) noexcept;
 }  // namespace testing
 
 }  // namespace reservoir::pal

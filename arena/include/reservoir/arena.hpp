@@ -71,15 +71,22 @@ struct ArenaOptions {
   // means kDefaultCommitGranule (one page). Every commit call covers at least this much.
   std::size_t commit_granule = 0;
 
-  // Steps grow with the arena, each a power-of-two number of granules: while committed() is below
-  // kDoublingStepLimit a step doubles it (one granule, then 1, 2, 4, ... granules), so a new small
-  // array costs one page; from there a step is at least kDoublingStepLimit and at least
-  // committed()/8, up to this cap (rounded up to whole granules, and at most 65535 granules:
-  // 256 MiB with the default granule). A large array thus takes few
-  // commit calls (each one takes the address-space lock), and at most one step is committed and
-  // unused. 0 means kDefaultMaxCommitStep; set it equal to commit_granule for fixed steps. With
-  // the default, arenas of 4 MiB or more are aligned to 2 MiB so that their 2 MiB steps can be
-  // backed by transparent huge pages.
+  // Steps grow with the arena, each a power-of-two number of granules, up to this cap (rounded up
+  // to whole granules, and at most 65535 granules). Two policies, chosen at each step:
+  //   - geometric: each step doubles the committed prefix (one granule, then 1, 2, 4, ...
+  //     granules), so growing to n bytes takes O(log n) commit calls. Used where committing is
+  //     only a permission change: prefault off, or huge pages in effect (huge_pages and
+  //     pal::transparent_huge_pages()), where the part of a step past kHugePageThreshold is
+  //     backed by first touches of 2 MiB pages, one 2 MiB page per fault; the part below it is
+  //     populated as prefault says, at most kPopulatedStepLimit at a time.
+  //   - bounded (prefault on and no huge pages, or a memory limit in force with
+  //     respect_memory_limit): doubling up to kDoublingStepLimit, then at least that and at least
+  //     committed()/8, never more than kPopulatedStepLimit: every step is populated (and charged
+  //     against the memory limit) at once, so no step may cost more than that.
+  // A geometric step the OS or the limit refuses is retried as the smallest step that fits the
+  // request. 0 means kDefaultMaxCommitStep; set it equal to commit_granule for fixed steps.
+  // Arenas of 4 MiB or more whose cap reaches 2 MiB are aligned to 2 MiB, so that their steps
+  // past the first 2 MiB are whole huge pages.
   std::size_t max_commit_step = 0;
 
   // Keep one never-committed page directly below base() and directly above the reservation, so
@@ -101,9 +108,12 @@ struct ArenaOptions {
   // call and no page fault for its first pages. See set_reservation_cache_limit().
   bool reuse_reservation = true;
 
-  // Ask for transparent huge pages (Linux MADV_HUGEPAGE) over the reservation. Only whole,
-  // aligned 2 MiB steps can use them, so small arenas are unaffected. A hint.
-  bool huge_pages = false;
+  // Ask for transparent huge pages (Linux MADV_HUGEPAGE) for the part of the reservation past
+  // kHugePageThreshold, once the committed prefix first reaches past it (one madvise call), and
+  // use geometric steps (see max_commit_step). Arenas that stay below the threshold never get a
+  // huge page, so their RSS is what 4 KiB pages give. A hint: where THP is `never`, absent, or
+  // on another OS, pal::transparent_huge_pages() says so and nothing changes.
+  bool huge_pages = true;
 
   // Refuse a commit step that would take the process past its memory limit (minus a margin),
   // with OsAllocationError naming the limit, instead of letting the kernel's OOM killer end the
@@ -198,15 +208,28 @@ std::size_t memory_limit_headroom() noexcept;
 // (kDoublingStepLimit) still reach 64 KiB in five commit calls.
 inline constexpr std::size_t kDefaultCommitGranule = 4096;
 
-// Below this many committed bytes a commit step doubles the committed prefix; from here on a
-// step is at least this large, so an arena past its first pages commits in 64 KiB or larger steps
-// (one mprotect per 4 KiB page costs 1.5x one per 64 KiB in the measurements below).
+// Below this many committed bytes a commit step doubles the committed prefix under either policy;
+// from here on a step is at least this large. It is also the smallest step worth a populate call
+// (MADV_POPULATE_WRITE): smaller steps are backed by one store per page alone, a few page faults
+// that cost less than the call.
 inline constexpr std::size_t kDoublingStepLimit = std::size_t{64} * 1024;
 
-// The largest commit step: 2 MiB, the x86-64 and arm64 huge-page size. Measurements
-// (1e8 ints: one mprotect per 4 KiB page 0.54 s, per 64 KiB 0.35 s, per 2 MiB 0.30 s) show the
-// returns flatten there, and at most 2 MiB of committed memory is ever unused.
-inline constexpr std::size_t kDefaultMaxCommitStep = std::size_t{2} << 20;
+// The largest commit step: 128 MiB (32768 granules of 4 KiB). With geometric steps a step
+// commits as much as is already committed, so an array grows to 128 MiB in 16 commit calls and
+// then in 128 MiB steps: 1e8 ints (381 MiB) in 18. Committing costs no RAM on Linux (pages are
+// backed on first touch); on Windows it charges the commit limit, which this cap bounds.
+inline constexpr std::size_t kDefaultMaxCommitStep = std::size_t{128} << 20;
+
+// The most one commit step backs with RAM at once (the bounded policy's cap, and what
+// Populate::first_step backs): 2 MiB, the x86-64 and arm64 huge-page size, so the append that
+// pays for a step waits for at most 2 MiB of page population.
+inline constexpr std::size_t kPopulatedStepLimit = std::size_t{2} << 20;
+
+// With huge_pages, the offset from which the reservation is advised for transparent huge pages.
+// Below it an array uses 4 KiB pages only, so one that holds less than 4 MiB has the RSS it had
+// without huge pages; past it RSS is round_up(size, 2 MiB) at most: at most 2 MiB, under 1/2 of
+// the data at 4 MiB and under 1/16 from 32 MiB up.
+inline constexpr std::size_t kHugePageThreshold = std::size_t{4} << 20;
 
 class Arena {
  public:
@@ -267,7 +290,7 @@ class Arena {
   enum class Populate {
     // All of it: for bytes about to be written (an append of known length).
     all,
-    // Only the next max_commit_step (2 MiB by default) past the committed prefix; the rest is
+    // Only the next kPopulatedStepLimit (2 MiB) past the committed prefix; the rest is
     // committed but backed on first touch, as std::vector::reserve is under overcommit. For an
     // upper bound that may never be reached: DynArray::reserve(1e9 ints) costs 2 MiB of RSS, not
     // 4 GB.
@@ -315,8 +338,18 @@ class Arena {
   friend void swap(Arena& a, Arena& b) noexcept;
 
  private:
-  // The committed length that covers `bytes`: whole granules, capped at reserved_.
-  std::size_t commit_target(std::size_t bytes) const noexcept;
+  // True while steps may double (see ArenaOptions::max_commit_step).
+  bool geometric_steps() const noexcept;
+  // The step under the bounded policy: at most kPopulatedStepLimit.
+  std::size_t bounded_step() const noexcept;
+  // The committed length that covers `bytes` in whole `step`s, capped at reserved_.
+  std::size_t commit_target(std::size_t bytes, std::size_t step) const noexcept;
+  std::size_t commit_target(std::size_t bytes) const noexcept {
+    return commit_target(bytes, commit_step());
+  }
+  // Commits [committed_, target) and backs what `populate` asks for; committed_ = target.
+  std::error_code commit_range(std::size_t bytes, std::size_t target, Populate populate,
+                               bool geometric) noexcept;
   // Commits so that committed_ >= bytes. bytes <= reserved_ is the caller's check.
   std::error_code commit_to(std::size_t bytes, Populate populate = Populate::all) noexcept;
   // The paths of grow()/try_grow() that must commit or fail; kept out of line and cold.
@@ -339,7 +372,7 @@ class Arena {
   };
   static constexpr unsigned kFlagBits = 5;
   static constexpr std::uint16_t kDefaultFlags =
-      kGuardPages | kPrefault | kReuseReservation | kRespectMemoryLimit;
+      kGuardPages | kPrefault | kReuseReservation | kHugePages | kRespectMemoryLimit;
   static std::uint16_t flags_of(const ArenaOptions& o) noexcept;
 
   bool has(Flag f) const noexcept { return (offset_flags_ & f) != 0; }

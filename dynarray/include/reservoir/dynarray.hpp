@@ -236,7 +236,7 @@ class DynArray {
 
   // Commits memory for at least n elements. Never moves anything. n > max_size() is
   // std::length_error; a refused commit is OsAllocationError; the array is unchanged then.
-  // With prefault on, only the next commit step (2 MiB by default) is backed with RAM at once;
+  // With prefault on, at most the next kPopulatedStepLimit (2 MiB) is backed with RAM at once;
   // the rest is backed on first touch, like std::vector::reserve, so an upper bound that is never
   // reached costs no RSS (see Arena::Populate).
   void reserve(size_type n) { commit_ahead(n, Arena::Populate::first_step); }

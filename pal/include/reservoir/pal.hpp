@@ -67,6 +67,13 @@ std::error_code prefault(void* addr, std::size_t size) noexcept;
 // std::errc::not_supported elsewhere.
 std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept;
 
+// True if advise_huge_pages() gets 2 MiB pages here: Linux with transparent huge pages in
+// `always` or `madvise` mode (/sys/kernel/mm/transparent_hugepage/enabled, read once). False
+// when THP is `never` or absent, and on every other OS (Windows large pages need
+// SeLockMemoryPrivilege and MEM_LARGE_PAGES at reservation time, and cannot be decommitted).
+// A first touch of an advised, committed, aligned 2 MiB range then maps a whole huge page.
+bool transparent_huge_pages() noexcept;
+
 // ---- process-wide memory barrier ---------------------------------------------------------------
 //
 // An asymmetric fence: a thread whose side of a protocol must be cheap orders its accesses with a
