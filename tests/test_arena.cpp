@@ -13,6 +13,10 @@
 
 #include <reservoir/arena.hpp>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "support.hpp"
 
 using reservoir::Arena;
@@ -239,6 +243,70 @@ TEST_SUITE("arena") {
     }
     pal::testing::set_transparent_huge_pages(-1);
   }
+
+  TEST_CASE("set_huge_pages decides between the two policies") {
+    reservoir::clear_reservation_cache();
+    ArenaOptions o;
+    o.respect_memory_limit = false;
+    pal::testing::set_transparent_huge_pages(1);  // THP honoured, no host reclaiming free blocks
+    CHECK(reservoir::huge_pages() == reservoir::HugePages::automatic);
+    for (const auto mode :
+         {reservoir::HugePages::automatic, reservoir::HugePages::on, reservoir::HugePages::off}) {
+      CAPTURE(static_cast<int>(mode));
+      reservoir::set_huge_pages(mode);
+      const bool huge = mode != reservoir::HugePages::off;
+      CHECK(reservoir::huge_pages_in_effect() == huge);
+      Arena a(64 * kMiB, o);
+      a.grow(8 * kMiB);
+      // Geometric: 8 MiB is committed exactly (a doubling step); bounded: at most one 2 MiB step
+      // past it.
+      if (huge) CHECK(a.committed() == 8 * kMiB);
+      if (huge) {
+        CHECK(a.commit_step() == 8 * kMiB);
+      } else {
+        CHECK(a.commit_step() <= reservoir::kPopulatedStepLimit);
+      }
+    }
+    // Where THP ignores MADV_HUGEPAGE, even `on` cannot have them.
+    pal::testing::set_transparent_huge_pages(0);
+    reservoir::set_huge_pages(reservoir::HugePages::on);
+    CHECK_FALSE(reservoir::huge_pages_in_effect());
+    reservoir::set_huge_pages(reservoir::HugePages::automatic);
+    pal::testing::set_transparent_huge_pages(-1);
+    // Unforced, automatic means: THP honoured and no host taking free 2 MiB blocks back.
+    CHECK(reservoir::huge_pages_in_effect() ==
+          (pal::transparent_huge_pages() && !pal::host_reclaims_free_pages()));
+  }
+
+#if defined(__linux__)
+  TEST_CASE("geometric steps below the huge-page threshold keep RSS within 1.5x of the data") {
+    // A doubling step backs at most half of itself beyond the request; the rest is backed only
+    // when written. mincore() counts the arena's resident pages exactly.
+    pal::testing::set_transparent_huge_pages(1);
+    reservoir::clear_reservation_cache();
+    ArenaOptions o;
+    o.respect_memory_limit = false;
+    for (const std::size_t n :
+         {std::size_t{70} << 10, std::size_t{100} << 10, std::size_t{300} << 10,
+          std::size_t{1060} << 10, std::size_t{2100} << 10, std::size_t{3900} << 10}) {
+      CAPTURE(n);
+      Arena a(64 * kMiB, o);
+      if (a.commit_granule() != 4096) break;
+      while (a.size() < n) {
+        const std::size_t chunk = std::min<std::size_t>(a.committed() - a.size() + 4, n - a.size());
+        std::memset(a.grow(chunk), 1, chunk);  // written, as appends write
+      }
+      std::vector<unsigned char> pages(a.committed() / 4096);
+      REQUIRE(::mincore(a.base(), a.committed(), pages.data()) == 0);
+      std::size_t resident = 0;
+      for (unsigned char r : pages)
+        resident += (r & 1) * std::size_t{4096};
+      CHECK(resident >= n / 4096 * 4096);
+      CHECK(resident <= n + n / 2 + 4096);
+    }
+    pal::testing::set_transparent_huge_pages(-1);
+  }
+#endif
 
   TEST_CASE("a refused geometric step is retried as the smallest step that holds the request") {
     pal::testing::set_transparent_huge_pages(1);

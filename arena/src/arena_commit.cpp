@@ -4,6 +4,7 @@
 #include <reservoir/arena.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <string>
 
@@ -15,6 +16,32 @@ using detail::kMax;
 using detail::round_up;
 }  // namespace
 
+// ---- huge pages ---------------------------------------------------------------------------------
+
+namespace {
+std::atomic<HugePages> g_huge_pages{HugePages::automatic};
+}  // namespace
+
+void set_huge_pages(HugePages mode) noexcept {
+  g_huge_pages.store(mode, std::memory_order_relaxed);
+}
+
+HugePages huge_pages() noexcept {
+  return g_huge_pages.load(std::memory_order_relaxed);
+}
+
+bool huge_pages_in_effect() noexcept {
+  switch (huge_pages()) {
+    case HugePages::off:
+      return false;
+    case HugePages::on:
+      return pal::transparent_huge_pages();
+    case HugePages::automatic:
+      break;
+  }
+  return pal::transparent_huge_pages() && !pal::host_reclaims_free_pages();
+}
+
 // ---- committing ---------------------------------------------------------------------------------
 
 bool Arena::geometric_steps() const noexcept {
@@ -24,7 +51,7 @@ bool Arena::geometric_steps() const noexcept {
   // populated steps do exactly: an unpopulated step's pages are not in the usage the next
   // reading sees.
   if (has(kRespectMemoryLimit) && detail::memory_limit_in_force()) return false;
-  return !has(kPrefault) || (has(kHugePages) && pal::transparent_huge_pages());
+  return !has(kPrefault) || (has(kHugePages) && huge_pages_in_effect());
 }
 
 std::size_t Arena::bounded_step() const noexcept {
@@ -87,12 +114,14 @@ std::error_code Arena::commit_range(std::size_t bytes, std::size_t target, Popul
   std::size_t backed = populate == Populate::all    ? len
                        : populate == Populate::none ? 0
                                                     : std::min(len, kPopulatedStepLimit);
-  const bool huge =
-      has(kHugePages) && pal::transparent_huge_pages() && reserved_ > kHugePageThreshold;
+  //    Below the threshold a doubling step backs at most half of itself beyond what was asked
+  //    for, so RSS stays within 1.5x of the bytes in use; the rest is backed by first touches.
+  const bool huge = has(kHugePages) && huge_pages_in_effect() && reserved_ > kHugePageThreshold;
   if (huge && geometric) {
-    backed = std::min(backed, committed_ < kHugePageThreshold
-                                  ? std::min(target, kHugePageThreshold) - committed_
-                                  : 0);
+    const std::size_t below =
+        committed_ < kHugePageThreshold ? std::min(target, kHugePageThreshold) - committed_ : 0;
+    const std::size_t asked_now = bytes > committed_ ? bytes - committed_ : 0;
+    backed = std::min({backed, below, std::max(asked_now, len / 2)});
   }
   if (!has(kPrefault)) backed = 0;
   // 2. Charged: what is populated now or (all) written next; untouched pages cost nothing. Pages

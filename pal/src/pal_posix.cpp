@@ -303,26 +303,68 @@ std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
 #endif
 }
 
+#if RESERVOIR_PAL_LINUX
+namespace {
+// Reads up to size-1 bytes of a small /sys file into buf, NUL-terminated; false if it cannot.
+bool read_small_file(const char* path, char* buf, std::size_t size) noexcept {
+  const CancellationOff no_cancel;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, size - 1);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return true;
+}
+}  // namespace
+#endif
+
 bool transparent_huge_pages() noexcept {
   if (const int forced = detail::transparent_huge_pages_override(); forced >= 0) return forced;
 #if RESERVOIR_PAL_LINUX && defined(MADV_HUGEPAGE)
   // The file reads "always [madvise] never": the bracketed word is the mode in force. `always`
   // and `madvise` both honour MADV_HUGEPAGE; `never` (or no file: no THP) ignores it.
   static const bool on = [] {
-    const CancellationOff no_cancel;
-    int fd = ::open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
     char buf[128];
-    ssize_t n;
-    do {
-      n = ::read(fd, buf, sizeof(buf) - 1);
-    } while (n < 0 && errno == EINTR);
-    ::close(fd);
-    if (n <= 0) return false;
-    buf[n] = '\0';
+    if (!read_small_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf)) {
+      return false;
+    }
     return std::strstr(buf, "[always]") != nullptr || std::strstr(buf, "[madvise]") != nullptr;
   }();
   return on;
+#else
+  return false;
+#endif
+}
+
+bool host_reclaims_free_pages() noexcept {
+  if (detail::transparent_huge_pages_override() >= 0) return false;
+#if RESERVOIR_PAL_LINUX
+  // A virtio balloon (virtio device id 5) that negotiated VIRTIO_BALLOON_F_REPORTING (feature
+  // bit 5; the features file lists bits from 0 as '0'/'1') hands free guest pages to the host in
+  // blocks of the page reporting order (2 MiB by default). Such blocks are exactly what a huge
+  // page is made of, and the host must fault them in again when the guest reuses them.
+  static const bool reclaims = [] {
+    char path[96];
+    char buf[160];
+    for (int i = 0; i < 64; ++i) {
+      std::snprintf(path, sizeof path, "/sys/bus/virtio/devices/virtio%d/device", i);
+      if (!read_small_file(path, buf, sizeof buf)) {
+        if (i >= 8) break;  // numbering may have gaps after hot-unplug; stop well past them
+        continue;
+      }
+      if (std::strtol(buf, nullptr, 0) != 5) continue;
+      std::snprintf(path, sizeof path, "/sys/bus/virtio/devices/virtio%d/features", i);
+      if (read_small_file(path, buf, sizeof buf) && std::strlen(buf) > 5 && buf[5] == '1') {
+        return true;
+      }
+    }
+    return false;
+  }();
+  return reclaims;
 #else
   return false;
 #endif

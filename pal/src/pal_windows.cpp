@@ -152,6 +152,10 @@ bool transparent_huge_pages() noexcept {
   return forced > 0;
 }
 
+bool host_reclaims_free_pages() noexcept {
+  return false;
+}
+
 bool process_barrier_supported() noexcept {
   std::error_code ec;
   (void)injected_failure(Op::barrier, &ec);  // counted; the answer is no either way

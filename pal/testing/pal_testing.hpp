@@ -54,7 +54,8 @@ bool set_page_size(std::size_t bytes) noexcept;
 // madvise + mprotect (Linux) or VirtualFree(MEM_DECOMMIT) (Windows).
 bool decommit_remaps() noexcept;
 // Makes pal::transparent_huge_pages() answer `on` (1) or `off` (0) instead of asking the OS
-// (-1, the default), so that both commit policies run on any machine.
+// (-1, the default), and pal::host_reclaims_free_pages() answer false while it is forced, so
+// that both commit policies run on any machine.
 void set_transparent_huge_pages(int mode) noexcept;
 }  // namespace testing
 

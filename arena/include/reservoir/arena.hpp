@@ -111,8 +111,8 @@ struct ArenaOptions {
   // Ask for transparent huge pages (Linux MADV_HUGEPAGE) for the part of the reservation past
   // kHugePageThreshold, once the committed prefix first reaches past it (one madvise call), and
   // use geometric steps (see max_commit_step). Arenas that stay below the threshold never get a
-  // huge page, so their RSS is what 4 KiB pages give. A hint: where THP is `never`, absent, or
-  // on another OS, pal::transparent_huge_pages() says so and nothing changes.
+  // huge page. A hint, subject to set_huge_pages(): where huge_pages_in_effect() is false (THP
+  // `never` or absent, another OS, a host that reclaims free 2 MiB blocks) nothing changes.
   bool huge_pages = true;
 
   // Refuse a commit step that would take the process past its memory limit (minus a margin),
@@ -201,6 +201,27 @@ void set_memory_limit(std::size_t bytes) noexcept;
 // The headroom left for commits as of a fresh reading (limit - usage - margin), or
 // kMemoryLimitOff if no limit applies.
 std::size_t memory_limit_headroom() noexcept;
+
+// Whether arenas with ArenaOptions::huge_pages use transparent huge pages (and the geometric
+// commit steps that go with them). Process-wide; the default is automatic.
+enum class HugePages {
+  // Where they pay: Linux with THP in `always` or `madvise` mode
+  // (pal::transparent_huge_pages()), except on a virtual machine whose host takes back free
+  // memory in 2 MiB blocks (pal::host_reclaims_free_pages()). There each huge page is a block
+  // the host faults in again, and filling 1e8 ints took 2.2x as long as with 4 KiB pages
+  // (docs/big-arrays.md).
+  automatic,
+  // Wherever THP honours MADV_HUGEPAGE, on such virtual machines too.
+  on,
+  // Never: every arena uses 4 KiB pages and bounded, populated steps.
+  off,
+};
+// Sets the mode for commit steps taken from now on (arenas already past the huge-page threshold
+// keep their advice). Thread-safe.
+void set_huge_pages(HugePages mode) noexcept;
+HugePages huge_pages() noexcept;
+// True if an arena with ArenaOptions::huge_pages gets huge pages here under the current mode.
+bool huge_pages_in_effect() noexcept;
 
 // The first commit step: one page (4 KiB, or the page size where pages are larger). A new array
 // pays for its first step in page faults and RAM (with prefault, every page of it at once), so a

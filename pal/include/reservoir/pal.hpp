@@ -74,6 +74,12 @@ std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept;
 // A first touch of an advised, committed, aligned 2 MiB range then maps a whole huge page.
 bool transparent_huge_pages() noexcept;
 
+// True if this is a virtual machine whose hypervisor takes back the guest's free memory in 2 MiB
+// blocks (Linux: a virtio balloon with free page reporting). There a huge page is mostly a block
+// the host must fault in again, and measured first touches of 2 MiB pages cost more than the
+// same memory in 4 KiB pages (docs/big-arrays.md). Read once. False on other OSes.
+bool host_reclaims_free_pages() noexcept;
+
 // ---- process-wide memory barrier ---------------------------------------------------------------
 //
 // An asymmetric fence: a thread whose side of a protocol must be cheap orders its accesses with a
