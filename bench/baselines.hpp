@@ -58,6 +58,42 @@ inline void* populated_map(std::size_t bytes) {
 #endif
 }
 
+// A 2 MiB-aligned mapping of `bytes` (rounded up to 2 MiB) advised for transparent huge pages and
+// populated: the huge-page floor. *mapping and *mapping_bytes receive what to unmap. Linux only
+// (THP honouring MADV_HUGEPAGE); nullptr elsewhere or when the OS refuses.
+inline void* huge_populated_map(std::size_t bytes, void** mapping, std::size_t* mapping_bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+  const std::size_t total = rounded + kHuge;
+  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  const auto start = reinterpret_cast<std::uintptr_t>(m);
+  auto* p = reinterpret_cast<char*>((start + kHuge - 1) / kHuge * kHuge);
+  if (madvise(p, rounded, MADV_HUGEPAGE) != 0) {
+    munmap(m, total);
+    return nullptr;
+  }
+#if defined(MADV_POPULATE_WRITE)
+  const bool populated = madvise(p, rounded, MADV_POPULATE_WRITE) == 0;
+#else
+  const bool populated = false;
+#endif
+  if (!populated) {
+    for (std::size_t off = 0; off < rounded; off += 4096)
+      static_cast<volatile char*>(static_cast<void*>(p))[off] = 0;
+  }
+  *mapping = m;
+  *mapping_bytes = total;
+  return p;
+#else
+  (void)bytes;
+  (void)mapping;
+  (void)mapping_bytes;
+  return nullptr;
+#endif
+}
+
 inline void populated_unmap(void* p, std::size_t bytes) noexcept {
 #if defined(_WIN32)
   (void)bytes;
@@ -94,15 +130,17 @@ struct PopulatingAllocator {
 };
 
 // The floor: capacity fixed at construction, one populated mapping, push_back is a placement new
-// and an increment. Only what timed_build and consume use.
-template <class T>
+// and an increment. Only what timed_build and consume use. Huge: the mapping is 2 MiB huge pages
+// (huge_populated_map), std::bad_alloc where there are none.
+template <class T, bool Huge = false>
 class FloorBuffer {
  public:
   explicit FloorBuffer(std::size_t capacity)
-      : bytes_(capacity * sizeof(T) > 0 ? capacity * sizeof(T) : sizeof(T)),
-        data_(static_cast<T*>(populated_map(bytes_))) {}
+      : bytes_(capacity * sizeof(T) > 0 ? capacity * sizeof(T) : sizeof(T)), data_(map()) {}
   FloorBuffer(FloorBuffer&& o) noexcept
       : bytes_(o.bytes_),
+        mapping_(std::exchange(o.mapping_, nullptr)),
+        mapping_bytes_(o.mapping_bytes_),
         data_(std::exchange(o.data_, nullptr)),
         size_(std::exchange(o.size_, 0)) {}
   FloorBuffer(const FloorBuffer&) = delete;
@@ -112,7 +150,11 @@ class FloorBuffer {
     if (!data_) return;
     for (std::size_t i = 0; i < size_; ++i)
       data_[i].~T();
-    populated_unmap(data_, bytes_);
+    if constexpr (Huge) {
+      populated_unmap(mapping_, mapping_bytes_);
+    } else {
+      populated_unmap(data_, bytes_);
+    }
   }
   void push_back(T&& v) { ::new (static_cast<void*>(data_ + size_++)) T(std::move(v)); }
   std::size_t size() const noexcept { return size_; }
@@ -120,7 +162,18 @@ class FloorBuffer {
   const T& back() const noexcept { return data_[size_ - 1]; }
 
  private:
+  T* map() {
+    if constexpr (Huge) {
+      void* p = huge_populated_map(bytes_, &mapping_, &mapping_bytes_);
+      if (!p) throw std::bad_alloc();
+      return static_cast<T*>(p);
+    } else {
+      return static_cast<T*>(populated_map(bytes_));
+    }
+  }
   std::size_t bytes_;
+  void* mapping_ = nullptr;  // Huge: the whole mapping, alignment slack included
+  std::size_t mapping_bytes_ = 0;
   T* data_;
   std::size_t size_ = 0;
 };

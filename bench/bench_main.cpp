@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
       "sizes that cannot fit)."};
   Config cfg;
   std::string sizes = "1e3,1e6,1e7",
-              containers = "dynarray,vector,vector_reserve,deque,vector_populate,floor",
+              containers = "dynarray,vector,vector_reserve,deque,vector_populate,floor,floor_huge",
               types = "int",  // the quick tour; --types int,unique_ptr,string for all
       reserve, only;
   // The library's defaults (the first step one page, or the page size where pages are larger).
@@ -64,9 +64,11 @@ int main(int argc, char** argv) {
               max_step = std::to_string(reservoir::kDefaultMaxCommitStep);
   app.add_option("--sizes", sizes, "Element counts, e.g. 1e3,1e6,1e9 or 1K,1M,1G")
       ->capture_default_str();
-  app.add_option("--containers", containers,
-                 "Contenders: dynarray,vector,vector_reserve,deque,vector_populate,floor (also: "
-                 "pmr_arena,pmr_monotonic)")
+  app.add_option(
+         "--containers", containers,
+         "Contenders: dynarray,vector,vector_reserve,deque,vector_populate,floor,floor_huge "
+         "(also: "
+         "pmr_arena,pmr_monotonic)")
       ->capture_default_str();
   app.add_option("--types", types,
                  "Element types: int,unique_ptr,string (the quick tour: int, so that it ends in "
@@ -83,8 +85,11 @@ int main(int argc, char** argv) {
                  "DynArray reservation in bytes, e.g. 1G (default: the library's 64 GiB)");
   app.add_flag("--prefault,!--no-prefault", cfg.prefault,
                "DynArray: prefault each committed step (the library default: on)");
-  app.add_flag("--huge-pages,!--no-huge-pages", cfg.huge_pages,
-               "DynArray: transparent huge pages past 4 MiB (the library default: on)");
+  app.add_option("--huge-pages", cfg.huge_pages,
+                 "DynArray: transparent huge pages past 4 MiB: auto (the library default: where "
+                 "they pay), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   std::string threads = "1,2,4";
   app.add_option("--threads", threads,
                  "Thread counts for the concurrent-append table (empty or 0: skip it)")
@@ -93,7 +98,7 @@ int main(int argc, char** argv) {
   app.add_flag("--pin", pin, "Concurrent table: pin thread t to CPU t (Linux; elsewhere ignored)");
   app.add_option("--only", only,
                  "Tables to run, e.g. latency,memory (memory, throughput, latency, concurrent, "
-                 "collatz, timeline, mixed, many)");
+                 "collatz, timeline, mixed, many; and bulk, not in the default run)");
   app.add_option("--cell-budget", cfg.cell_budget,
                  "Seconds one cell's child may run before it is killed (POSIX; default: 20 for the "
                  "quick tour, 60 when --sizes, --types, --containers, --reps, --only, --threads, "
@@ -139,7 +144,8 @@ int main(int argc, char** argv) {
     cfg.max_step = rb::parse_bytes(max_step);
     if (!reserve.empty()) cfg.reserve_bytes = rb::parse_bytes(reserve);
     if (!only.empty()) {
-      const std::vector<std::string> known = cfg.tables;
+      std::vector<std::string> known = cfg.tables;
+      known.push_back("bulk");
       cfg.tables.clear();
       std::stringstream in(only);
       std::string item;
@@ -147,7 +153,7 @@ int main(int argc, char** argv) {
         if (std::find(known.begin(), known.end(), item) == known.end()) {
           throw std::invalid_argument("--only: unknown table '" + item +
                                       "' (known: memory, throughput, latency, concurrent, "
-                                      "collatz, timeline, mixed, many)");
+                                      "collatz, timeline, mixed, many, bulk)");
         }
         cfg.tables.push_back(item);
       }
@@ -240,8 +246,9 @@ int main(int argc, char** argv) {
     table.run(cfg, results);
     if (!cfg.quiet) table.print(cfg, results);
   };
-  for (const Table* table : {&kMemoryTable, &kThroughputTable, &kLatencyTable, &kConcurrentTable,
-                             &kCollatzTable, &kTimelineTable, &kMixedTable, &kManyArraysTable}) {
+  for (const Table* table :
+       {&kMemoryTable, &kThroughputTable, &kLatencyTable, &kConcurrentTable, &kCollatzTable,
+        &kTimelineTable, &kMixedTable, &kManyArraysTable, &kBulkTable}) {
     run(*table);
   }
   bool consistent = true;

@@ -18,6 +18,10 @@ namespace reservoir::bench {
 // ru_maxrss in KiB * 1024, Windows PeakWorkingSetSize). 0 if the OS will not tell.
 std::size_t peak_rss() noexcept;
 
+// Bytes of this process's anonymous memory mapped as transparent huge pages now (Linux
+// AnonHugePages of /proc/self/smaps_rollup). 0 elsewhere or if the OS will not tell.
+std::size_t anon_huge_pages() noexcept;
+
 // Physical memory the OS could give this process now without swapping, in bytes (Linux
 // MemAvailable, Windows ullAvailPhys, BSD free+inactive pages). 0 if unknown.
 std::size_t available_memory() noexcept;

@@ -83,6 +83,14 @@ std::size_t peak_rss() noexcept {
 #endif
 }
 
+std::size_t anon_huge_pages() noexcept {
+#if defined(__linux__)
+  return proc_kib_line("/proc/self/smaps_rollup", "AnonHugePages");
+#else
+  return 0;
+#endif
+}
+
 std::size_t available_memory() noexcept {
 #if defined(__linux__)
   return proc_kib_line("/proc/meminfo", "MemAvailable");

@@ -65,6 +65,10 @@ std::size_t peak_rss() noexcept {
   return pmc.PeakWorkingSetSize;
 }
 
+std::size_t anon_huge_pages() noexcept {
+  return 0;  // Windows has no transparent huge pages
+}
+
 std::size_t available_memory() noexcept {
   MEMORYSTATUSEX status{};
   status.dwLength = sizeof(status);

@@ -23,7 +23,10 @@ void run_throughput(const Config& cfg, std::vector<Result>& out) {
           progress.show(fmt::format("throughput: {} {} rep {}/{} {}", r.type, rb::format_count(n),
                                     rep + 1, cfg.reps, r.container));
           auto f = run_cell(cfg, "throughput", r.container, r.type, n, batch_for(n), &r.status);
-          if (r.status == "ok") r.samples.push_back(std::stod(f["seconds"]));
+          if (r.status != "ok") continue;
+          r.samples.push_back(std::stod(f["seconds"]));
+          r.huge_page_bytes = std::max<std::uint64_t>(r.huge_page_bytes, std::stoull(f["huge"]));
+          if (f.count("calls")) r.kernel_calls = std::stoll(f["calls"]);
         }
       }
       for (Result& r : cells) {
@@ -39,8 +42,9 @@ void print_throughput(const Config& cfg, const std::vector<Result>& rs) {
   fmt::print(
       "2. Throughput: time to construct and fill (median of {} interleaved reps; min..max)\n\n",
       cfg.reps);
-  fmt::print("{:<11}{:>6}  {:<16}{:>11}  {:>21}  {:>10}  {:>16}  {:>16}\n", "type", "size",
-             "container", "median", "min..max", "Melem/s", "vs vector", "vs populated");
+  fmt::print("{:<11}{:>6}  {:<16}{:>11}  {:>21}  {:>10}  {:>16}  {:>16}  {:>7}  {:>9}\n", "type",
+             "size", "container", "median", "min..max", "Melem/s", "vs vector", "vs populated",
+             "calls", "huge");
   for (auto t : cfg.types) {
     for (auto n : cfg.sizes) {
       const Result* base = find(rs, "throughput", "vector", rb::name(t), n);
@@ -53,18 +57,22 @@ void print_throughput(const Config& cfg, const std::vector<Result>& rs) {
                      r->status);
           continue;
         }
-        fmt::print("{:<11}{:>6}  {:<16}{:>11}  {:>21}  {:>10.1f}  {:>16}  {:>16}\n", r->type,
-                   rb::format_count(n), r->container, format_seconds(r->seconds),
+        fmt::print("{:<11}{:>6}  {:<16}{:>11}  {:>21}  {:>10.1f}  {:>16}  {:>16}  {:>7}  {:>9}\n",
+                   r->type, rb::format_count(n), r->container, format_seconds(r->seconds),
                    format_seconds(r->seconds_min) + ".." + format_seconds(r->seconds_max) +
                        (r->unstable ? " ?" : ""),
-                   r->eps / 1e6, speed_ratio(base, *r), speed_ratio(populated, *r));
+                   r->eps / 1e6, speed_ratio(base, *r), speed_ratio(populated, *r),
+                   r->kernel_calls < 0 ? std::string("-") : std::to_string(r->kernel_calls),
+                   r->huge_page_bytes ? format_bytes(r->huge_page_bytes) : std::string("-"));
       }
     }
   }
   fmt::print(
       "\n   vs populated: against std::vector whose buffers are populated when allocated; floor: "
-      "one\n   populated buffer of the final size filled by a loop. ? = unstable: max/min of the "
-      "reps > {:g}\n\n",
+      "one\n   populated buffer of the final size filled by a loop (floor_huge: in 2 MiB huge "
+      "pages). calls: the\n   library's OS calls per build (DynArray only); huge: transparent "
+      "huge pages in use once built\n   (AnonHugePages). ? = unstable: max/min of the reps > "
+      "{:g}\n\n",
       kUnstableSpread);
 }
 

@@ -38,7 +38,7 @@ struct Config {
   std::uint64_t max_step = reservoir::kDefaultMaxCommitStep;
   std::uint64_t reserve_bytes = 0;  // DynArray reservation; 0 = the library default
   bool prefault = reservoir::ArenaOptions{}.prefault;  // the library's defaults
-  bool huge_pages = reservoir::ArenaOptions{}.huge_pages;
+  std::string huge_pages = "auto";  // auto | on | off: reservoir::set_huge_pages in every cell
   std::vector<std::string> tables = {"memory",  "throughput", "latency",  "concurrent",
                                      "collatz", "mixed",      "timeline", "many"};
   std::vector<std::uint64_t> threads = {1, 2, 4};  // the concurrent table; empty: skip it
@@ -55,6 +55,8 @@ struct Config {
 
 reservoir::ArenaOptions arena_options(std::uint64_t granule, std::uint64_t max_step, bool prefault,
                                       bool huge);
+// "auto" / "on" / "off" as reservoir::HugePages; nullopt for anything else.
+std::optional<reservoir::HugePages> parse_huge_pages(std::string_view mode);
 
 // ---- results ------------------------------------------------------------------------------------
 
@@ -69,11 +71,15 @@ struct Result {
   std::uint64_t peak_bytes = 0, data_bytes = 0;  // memory
   double seconds = 0, seconds_min = 0, seconds_max = 0, eps = 0;  // throughput
   std::vector<double> samples;                                    // throughput
-  std::map<std::string, std::uint64_t> latency;                   // latency: min p50 ... d6
+  std::int64_t kernel_calls = -1;     // throughput: pal's OS calls per build (dynarray; -1: none)
+  std::uint64_t huge_page_bytes = 0;  // throughput: AnonHugePages once built (largest rep)
+  std::map<std::string, std::uint64_t> latency;        // latency: min p50 ... d6
   std::vector<std::array<std::uint64_t, 3>> timeline;  // timeline: elements, rss, peak rss
   std::uint64_t arrays = 0;                            // many, mixed: arrays alive at the end
   double destroy_seconds = 0;                          // many: median time to destroy them all
   std::vector<double> destroy_samples;                 // many
+  double warm_seconds = 0;                             // bulk: median time into warm memory
+  std::vector<double> warm_samples;                    // bulk
   std::string checksum;                                // mixed: the final contents' checksum
   std::uint64_t elements = 0;                          // mixed: elements at the end
   std::array<double, rb::mixed::kActions> action_seconds{};        // mixed: median per action
@@ -185,7 +191,9 @@ struct Table {
   void (*print)(const Config& cfg, const std::vector<Result>& results);
 };
 extern const Table kMemoryTable, kThroughputTable, kLatencyTable, kConcurrentTable, kCollatzTable,
-    kTimelineTable, kMixedTable, kManyArraysTable;
+    kTimelineTable, kMixedTable, kManyArraysTable, kBulkTable;
+// The bulk table's child: one operation on n ints, "ok seconds=COLD warm=WARM".
+std::string bulk_child(std::string_view op, std::uint64_t n);
 
 // The sizes the concurrent and timeline tables use (derived from --sizes).
 std::uint64_t concurrent_size(const Config& cfg);

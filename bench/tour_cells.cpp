@@ -21,6 +21,13 @@ reservoir::ArenaOptions arena_options(std::uint64_t granule, std::uint64_t max_s
   return o;
 }
 
+std::optional<reservoir::HugePages> parse_huge_pages(std::string_view mode) {
+  if (mode == "auto") return reservoir::HugePages::automatic;
+  if (mode == "on") return reservoir::HugePages::on;
+  if (mode == "off") return reservoir::HugePages::off;
+  return std::nullopt;
+}
+
 using SteadyClock = std::chrono::steady_clock;
 const SteadyClock::time_point g_run_start = SteadyClock::now();
 
@@ -45,7 +52,7 @@ std::map<std::string, std::string> run_cell(const Config& cfg, const std::string
                                          std::to_string(cfg.granule),
                                          std::to_string(cfg.max_step),
                                          cfg.prefault ? "1" : "0",
-                                         cfg.huge_pages ? "1" : "0",
+                                         cfg.huge_pages,
                                          std::to_string(batch),
                                          fmt::format("{:.12g}", cfg.ns_per_tick),
                                          std::to_string(cfg.reserve_bytes)};
@@ -98,6 +105,9 @@ std::uint64_t estimate_peak(rb::Container c, rb::Type t, std::uint64_t n, std::u
 
 // Returns "" if the cell fits in memory, else the reason to skip it.
 std::string skip_reason(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule) {
+  if (c == rb::Container::floor_huge && !pal::transparent_huge_pages()) {
+    return "skipped: no transparent huge pages here";
+  }
   const std::uint64_t need = estimate_peak(c, t, n, granule);
   const std::uint64_t avail = rb::available_memory();
   if (avail != 0 && static_cast<double>(need) > 0.85 * static_cast<double>(avail)) {

@@ -17,6 +17,7 @@
 #include "collatz.hpp"
 #include "histogram.hpp"
 #include "many_arrays.hpp"
+#include "pal_testing.hpp"
 #include "timeline.hpp"
 
 #if !defined(_WIN32)
@@ -37,6 +38,16 @@ std::string percentiles_line(const rb::LogLinearHistogram& h) {
   return s;
 }
 
+// Every OS call pal made so far (reservations, commits, populates, advice, decommits, releases).
+std::uint64_t pal_calls() {
+  std::uint64_t sum = 0;
+  for (pal::Op op : {pal::Op::reserve, pal::Op::commit, pal::Op::decommit, pal::Op::release,
+                     pal::Op::prefault, pal::Op::remap, pal::Op::advise}) {
+    sum += pal::testing::calls(op);
+  }
+  return sum;
+}
+
 }  // namespace
 
 int child_main(int argc, char** argv) {
@@ -55,6 +66,16 @@ int child_main(int argc, char** argv) {
   if (std::string_view(argv[3]) == "none") {  // the idle baseline
     std::printf("ok peak=%zu\n", rb::peak_rss());
     return 0;
+  }
+  if (table == "bulk") {
+    try {
+      std::printf("%s\n", bulk_child(argv[3], std::strtoull(argv[5], nullptr, 10)).c_str());
+      std::fflush(stdout);
+      return 0;
+    } catch (const std::exception& e) {
+      std::printf("error %s\n", e.what());
+      return 3;
+    }
   }
   if (table == "mixed") {
     try {
@@ -79,9 +100,12 @@ int child_main(int argc, char** argv) {
   const auto type = rb::parse_enum(argv[4], rb::kAllTypes);
   if (!container || !type) return 2;
   const std::uint64_t n = std::strtoull(argv[5], nullptr, 10);
+  const auto huge = parse_huge_pages(argv[9]);
+  if (!huge) return 2;
+  reservoir::set_huge_pages(*huge);
   const auto options =
       arena_options(std::strtoull(argv[6], nullptr, 10), std::strtoull(argv[7], nullptr, 10),
-                    argv[8][0] == '1', argv[9][0] == '1');
+                    argv[8][0] == '1', *huge != reservoir::HugePages::off);
   const std::uint64_t batch = std::max<std::uint64_t>(1, std::strtoull(argv[10], nullptr, 10));
   const double ns_per_tick = std::strtod(argv[11], nullptr);
   const std::uint64_t reserve = std::strtoull(argv[12], nullptr, 10);
@@ -97,14 +121,22 @@ int child_main(int argc, char** argv) {
       }
       std::printf("ok peak=%zu\n", peak);
     } else if (table == "throughput") {
-      rb::NoLatency none;
+      rb::HugePageProbe probe;
       std::vector<double> times;
+      const std::uint64_t calls_before = pal_calls();
       for (std::uint64_t b = 0; b < batch; ++b) {
-        times.push_back(rb::with_type(
-            *type, [&]<class T>() { return rb::build<T>(*container, n, options, reserve, none); }));
+        times.push_back(rb::with_type(*type, [&]<class T>() {
+          return rb::build<T>(*container, n, options, reserve, probe);
+        }));
       }
       const double total = std::accumulate(times.begin(), times.end(), 0.0);
-      std::printf("ok seconds=%.9g\n", total / static_cast<double>(batch));
+      // pal counts the library's OS calls only: the other containers' calls (malloc's mmap,
+      // brk, munmap) are not seen, so they report none rather than a false 0.
+      const std::string calls = *container == rb::Container::dynarray
+                                    ? fmt::format(" calls={}", (pal_calls() - calls_before) / batch)
+                                    : std::string();
+      std::printf("ok seconds=%.9g huge=%zu%s\n", total / static_cast<double>(batch),
+                  probe.anon_huge_bytes, calls.c_str());
     } else if (table == "collatz") {
       double seconds = 0;
       if (std::string_view(argv[3]) == "concurrent_dynarray") {

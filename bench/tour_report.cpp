@@ -175,7 +175,10 @@ Context make_context(const Config& cfg, std::uint64_t idle) {
   add("dynarray_reserve_bytes",
       std::to_string(cfg.reserve_bytes ? cfg.reserve_bytes : reservoir::kDefaultReserveBytes));
   add("prefault", cfg.prefault ? "true" : "false");
-  add("huge_pages", cfg.huge_pages ? "true" : "false");
+  add("huge_pages", cfg.huge_pages);
+  reservoir::set_huge_pages(parse_huge_pages(cfg.huge_pages).value_or(HugePages::automatic));
+  add("huge_pages_in_effect", reservoir::huge_pages_in_effect() ? "yes" : "no");
+  add("host_reclaims_free_pages", pal::host_reclaims_free_pages() ? "yes" : "no");
   add("reps", std::to_string(cfg.reps));
   add("clock", rb::TickClock::name());
   add("clock_ns_per_tick", fmt::format("{:.6f}", cfg.ns_per_tick));
@@ -189,8 +192,8 @@ Context make_context(const Config& cfg, std::uint64_t idle) {
   add("load_average", rb::load_average());
   // Best of three: the cost of the fault itself, not of whatever else the machine was doing.
   static const char* kFaultKinds[] = {"fault_ns_per_page_rw_mmap", "fault_ns_per_page_mprotect",
-                                      "fault_ns_per_page_populate"};
-  for (int kind = 0; kind < 3; ++kind) {
+                                      "fault_ns_per_page_populate", "fault_ns_per_page_huge"};
+  for (int kind = 0; kind < 4; ++kind) {
     double best = 0;
     for (int i = 0; i < 3; ++i) {
       const double ns = rb::first_touch_ns_per_page(kind);
@@ -266,6 +269,9 @@ std::string write_json(const std::string& path, const Context& ctx, const std::v
           f << (s ? ", " : "") << json_number(r.samples[s]);
         }
         f << "]";
+      } else if (r.table == "bulk") {
+        f << ", \"seconds\": " << json_number(r.seconds)
+          << ", \"warm_seconds\": " << json_number(r.warm_seconds);
       } else if (r.table == "many") {
         const Result* base = find(rs, "many", "vector", r.type, r.size);
         f << ", \"arrays\": " << r.arrays << ", \"seconds\": " << json_number(r.seconds)
@@ -286,7 +292,9 @@ std::string write_json(const std::string& path, const Context& ctx, const std::v
           const Result* base = find(rs, "throughput", "vector", r.type, r.size);
           const Result* pop = find(rs, "throughput", "vector_populate", r.type, r.size);
           f << ", \"vs_vector\": " << json_number(ratio_value(base, r))
-            << ", \"vs_vector_populate\": " << json_number(ratio_value(pop, r));
+            << ", \"vs_vector_populate\": " << json_number(ratio_value(pop, r))
+            << ", \"huge_page_bytes\": " << r.huge_page_bytes;
+          if (r.kernel_calls >= 0) f << ", \"kernel_calls\": " << r.kernel_calls;
         }
         f << ", \"samples\": [";
         for (std::size_t s = 0; s < r.samples.size(); ++s) {
@@ -328,7 +336,7 @@ std::string write_csv(const std::string& path, const std::vector<Result>& rs) {
     f << (ok && peak ? std::to_string(r.peak_bytes) : "") << ','
       << (ok && r.table != "mixed" && peak ? std::to_string(r.data_bytes) : "") << ',';
     if (ok && (r.table == "throughput" || r.table == "concurrent" || r.table == "collatz" ||
-               r.table == "mixed" || r.table == "many")) {
+               r.table == "mixed" || r.table == "many" || r.table == "bulk")) {
       f << json_number(r.seconds) << ',' << json_number(r.seconds_min) << ','
         << json_number(r.seconds_max) << ',' << json_number(r.eps);
     } else {

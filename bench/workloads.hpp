@@ -34,13 +34,14 @@
 #include "baselines.hpp"
 #include "clock.hpp"
 #include "histogram.hpp"
+#include "platform.hpp"
 
 namespace reservoir::bench {
 
 // pmr_arena / pmr_monotonic: std::pmr::vector<T> on reservoir::ArenaResource or on
 // std::pmr::monotonic_buffer_resource (opt-in, not in the default tour). vector_populate:
 // std::vector whose buffers are populated mappings; floor: one populated buffer of the final size
-// filled by a loop (both in baselines.hpp).
+// filled by a loop; floor_huge: the same in 2 MiB transparent huge pages (all in baselines.hpp).
 enum class Container {
   dynarray,
   vector,
@@ -49,13 +50,15 @@ enum class Container {
   pmr_arena,
   pmr_monotonic,
   vector_populate,
-  floor
+  floor,
+  floor_huge
 };
 enum class Type { int_, unique_ptr, string };
 
 inline constexpr Container kAllContainers[] = {
-    Container::dynarray,  Container::vector,        Container::vector_reserve,  Container::deque,
-    Container::pmr_arena, Container::pmr_monotonic, Container::vector_populate, Container::floor};
+    Container::dynarray,        Container::vector,    Container::vector_reserve,
+    Container::deque,           Container::pmr_arena, Container::pmr_monotonic,
+    Container::vector_populate, Container::floor,     Container::floor_huge};
 inline constexpr Type kAllTypes[] = {Type::int_, Type::unique_ptr, Type::string};
 
 inline const char* name(Container c) {
@@ -76,6 +79,8 @@ inline const char* name(Container c) {
       return "vector_populate";
     case Container::floor:
       return "floor";
+    case Container::floor_huge:
+      return "floor_huge";
   }
   return "?";
 }
@@ -141,6 +146,11 @@ struct NoLatency {
   static constexpr bool kTimesEachAppend = false;
   void record(std::uint64_t) noexcept {}
 };
+// No per-append timing; the process's transparent huge pages once the container is built.
+struct HugePageProbe : NoLatency {
+  std::size_t anon_huge_bytes = 0;
+  void built() noexcept { anon_huge_bytes = std::max(anon_huge_bytes, anon_huge_pages()); }
+};
 // Times every append with the tick clock into a histogram of nanoseconds.
 struct AppendLatency {
   static constexpr bool kTimesEachAppend = true;
@@ -171,6 +181,7 @@ double timed_build(std::uint64_t n, Make make_container, Rec& rec) {
   }
   const auto t1 = clock::now();
   consume(cont);
+  if constexpr (requires { rec.built(); }) rec.built();  // while the container still lives
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
@@ -205,6 +216,9 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
     case Container::floor:
       return timed_build<T, FloorBuffer<T>>(
           n, [n] { return FloorBuffer<T>(static_cast<std::size_t>(n)); }, rec);
+    case Container::floor_huge:
+      return timed_build<T, FloorBuffer<T, true>>(
+          n, [n] { return FloorBuffer<T, true>(static_cast<std::size_t>(n)); }, rec);
 #if RESERVOIR_HAS_ARENA_RESOURCE
     case Container::pmr_arena: {
       ArenaResource resource(reserve_bytes ? reserve_bytes : kDefaultReserveBytes, options);

@@ -217,11 +217,26 @@ TEST_SUITE("bench_smoke") {
     std::stringstream text;
     text << in.rdbuf();
     const auto doc = rb::json::parse(text.str());
-    for (const char* key :
-         {"os", "cpu", "page_size", "allocation_granularity", "compiler", "build_type",
-          "commit_granule", "clock_overhead_ns", "transparent_huge_pages", "overcommit_memory",
-          "hypervisor", "fault_ns_per_page_rw_mmap", "fault_ns_per_page_mprotect",
-          "fault_ns_per_page_populate", "unstable_spread", "cell_budget_seconds"}) {
+    for (const char* key : {"os",
+                            "cpu",
+                            "page_size",
+                            "allocation_granularity",
+                            "compiler",
+                            "build_type",
+                            "commit_granule",
+                            "clock_overhead_ns",
+                            "transparent_huge_pages",
+                            "overcommit_memory",
+                            "hypervisor",
+                            "fault_ns_per_page_rw_mmap",
+                            "fault_ns_per_page_mprotect",
+                            "fault_ns_per_page_populate",
+                            "fault_ns_per_page_huge",
+                            "huge_pages",
+                            "huge_pages_in_effect",
+                            "host_reclaims_free_pages",
+                            "unstable_spread",
+                            "cell_budget_seconds"}) {
       CAPTURE(key);
       CHECK(doc["context"].has(key));
     }
@@ -232,6 +247,7 @@ TEST_SUITE("bench_smoke") {
     std::map<std::string, std::string> mixed_checksums;  // type -> the final contents' checksum
     int mixed_cells = 0;
     int many_cells = 0;
+    int huge_floor_skipped = 0;
     for (const auto& res : doc["results"].arr) {
       const std::string table = res["table"].str;
       CAPTURE(table);
@@ -261,6 +277,12 @@ TEST_SUITE("bench_smoke") {
       CAPTURE(res["container"].str);
       CAPTURE(res["type"].str);
       CAPTURE(res["size"].num);
+      if (res["container"].str == "floor_huge" && !reservoir::pal::transparent_huge_pages()) {
+        // The huge-page floor needs THP honouring MADV_HUGEPAGE: skipped, and saying why.
+        CHECK(res["status"].str == "skipped: no transparent huge pages here");
+        ++huge_floor_skipped;
+        continue;
+      }
       REQUIRE(res["status"].str == "ok");
       cells.emplace(table, res["container"].str, res["type"].str, res["size"].num);
       if (table == "memory") {
@@ -300,6 +322,19 @@ TEST_SUITE("bench_smoke") {
           CHECK(vs_populated > 0);
           if (res["container"].str == "vector") CHECK(vs_vector == 1.0);
           if (res["container"].str == "vector_populate") CHECK(vs_populated == 1.0);
+          // DynArray's OS calls per build (1e3: a reservation recycled from the previous build,
+          // so none; 1e6 ints: 4 MB in steps of 64 KiB..2 MiB, or doubling, at most two calls
+          // each); the others are not counted. Huge pages in use are reported for everyone.
+          if (res["container"].str == "dynarray") {
+            REQUIRE(res.has("kernel_calls"));
+            if (res["size"].num == 1e6 && res["type"].str == "int") {
+              CHECK(res["kernel_calls"].num >= 1);
+              CHECK(res["kernel_calls"].num < 100);
+            }
+          } else {
+            CHECK_FALSE(res.has("kernel_calls"));
+          }
+          CHECK(res["huge_page_bytes"].num >= 0);
         }
         if (table != "throughput") ++threaded_cells;
         if (table == "concurrent") concurrent_containers.insert(res["container"].str);
@@ -339,7 +374,8 @@ TEST_SUITE("bench_smoke") {
         CHECK(res["appends"].num >= res["size"].num);
       }
     }
-    // memory, throughput, latency: 6 containers (with the vector_populate and floor baselines)
+    // memory, throughput, latency: 7 containers (with the vector_populate, floor and floor_huge
+    // baselines)
     // x 3 types x 2 sizes each; then the concurrent contenders and the 2 Collatz ones (cells
     // differ by thread count: counted by name here).
     const int nc = static_cast<int>(concurrent_containers.size());
@@ -349,7 +385,9 @@ TEST_SUITE("bench_smoke") {
     // Many arrays: dynarray, vector, vector_reserve, deque x 3 sizes per array.
     CHECK(many_cells == 4 * 3);
     CHECK(r.output.find("8. Many arrays") != std::string::npos);
-    CHECK(cells.size() == static_cast<std::size_t>(3 * 6 * 3 * 2 + nc + 2 + 3 + 4 * 3));
+    CHECK(huge_floor_skipped == (reservoir::pal::transparent_huge_pages() ? 0 : 3 * 3 * 2));
+    CHECK(cells.size() + static_cast<std::size_t>(huge_floor_skipped) ==
+          static_cast<std::size_t>(3 * 7 * 3 * 2 + nc + 2 + 3 + 4 * 3));
     CHECK(threaded_cells == nc * 2 + 2 * 2);  // x 2 thread counts
     CHECK(mixed_cells == 3 * 5);              // 3 containers x 5 types
     CHECK(r.output.find("Mixed workload") != std::string::npos);
@@ -368,6 +406,38 @@ TEST_SUITE("bench_smoke") {
     CHECK(md.find("| all | 20 | deque | ") != std::string::npos);
   }
 
+  TEST_CASE("reservoir-bench --only bulk times every bulk operation against its floor") {
+    const test::TempDir dir("reservoir-bench-bulk");
+    const std::string json_file = dir.file("bulk.json");
+    rb::ProcessResult r;
+    REQUIRE_FALSE(rb::run_process(bench_path(),
+                                  {"--only", "bulk", "--sizes", "1e4,1e5", "--reps", "2",
+                                   "--threads", "0", "--json", json_file},
+                                  &r));
+    INFO(r.output);
+    REQUIRE(r.exited);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("9. Bulk operations") != std::string::npos);
+    CHECK(r.output.find("2. Throughput") == std::string::npos);  // only the table asked for
+    std::ifstream in(json_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto doc = rb::json::parse(text.str());
+    std::set<std::pair<std::string, double>> cells;
+    for (const auto& res : doc["results"].arr) {
+      CAPTURE(res["container"].str);
+      REQUIRE(res["status"].str == "ok");
+      CHECK(res["table"].str == "bulk");
+      CHECK(res["seconds"].num > 0);
+      CHECK(res["warm_seconds"].num > 0);
+      cells.emplace(res["container"].str, res["size"].num);
+    }
+    // resize, resize_value, assign, append_range, insert and the two floors, at both sizes.
+    CHECK(cells.size() == 7 * 2);
+    CHECK(cells.count({"memcpy", 1e5}) == 1);
+    CHECK(cells.count({"append_range", 1e4}) == 1);
+  }
+
   TEST_CASE("reservoir-bench rejects bad arguments with exit code 2, before running anything") {
     for (std::vector<std::string> args : {std::vector<std::string>{"--sizes", "lots"},
                                           {"--containers", "list"},
@@ -380,6 +450,7 @@ TEST_SUITE("bench_smoke") {
                                           {"--threads", "1000"},
                                           {"--mixed-types", "float"},
                                           {"--granule", "1000"},
+                                          {"--huge-pages", "maybe"},
                                           {"--sizes", "2e18"},
                                           {"--sizes", "1e3,1.5e18", "--types", "string"},
                                           {"--json", "/no-such-dir-for-reservoir/x.json"},
