@@ -19,9 +19,9 @@ struct BulkOp {
   const char* name;
   const char* floor;  // memset or memcpy
 };
-constexpr BulkOp kBulkOps[] = {{"resize", "memset"},      {"resize_value", "memset"},
-                               {"assign", "memcpy"},      {"append_range", "memcpy"},
-                               {"insert", "memcpy"},      {"memset", "memset"},
+constexpr BulkOp kBulkOps[] = {{"resize", "memset"}, {"resize_value", "memset"},
+                               {"assign", "memcpy"}, {"append_range", "memcpy"},
+                               {"insert", "memcpy"}, {"memset", "memset"},
                                {"memcpy", "memcpy"}};
 
 using Clock = std::chrono::steady_clock;
@@ -99,8 +99,8 @@ void run_bulk(const Config& cfg, std::vector<Result>& out) {
     std::vector<Result> cells;
     for (const BulkOp& op : kBulkOps) {
       Result r("bulk", op.name, "int", n);
-      if (std::string why = skip_reason(rb::Container::vector_reserve, rb::Type::int_, 3 * n,
-                                        cfg.granule);
+      if (std::string why =
+              skip_reason(rb::Container::vector_reserve, rb::Type::int_, 3 * n, cfg.granule);
           !why.empty()) {
         r.status = why;
       }
@@ -137,8 +137,8 @@ void print_bulk(const Config& cfg, const std::vector<Result>& rs) {
       "   mapping; warm = the array after clear() / memory already faulted in. x floor: time "
       "over\n   memset or memcpy of the same bytes (1.00x = memory bandwidth)\n\n",
       cfg.reps);
-  fmt::print("{:>6}  {:<14}{:>11}  {:>9}  {:>11}  {:>9}\n", "size", "operation", "cold",
-             "x floor", "warm", "x floor");
+  fmt::print("{:>6}  {:<14}{:>11}  {:>9}  {:>11}  {:>9}\n", "size", "operation", "cold", "x floor",
+             "warm", "x floor");
   for (const Result& r : rs) {
     if (r.table != "bulk") continue;
     if (r.status != "ok") {
@@ -151,12 +151,12 @@ void print_bulk(const Config& cfg, const std::vector<Result>& rs) {
     }
     const Result* floor = find(rs, "bulk", floor_name, "int", r.size);
     const bool is_floor = r.container == floor_name;
-    fmt::print("{:>6}  {:<14}{:>11}  {:>9}  {:>11}  {:>9}\n", rb::format_count(r.size),
-               r.container, format_seconds(r.seconds),
-               is_floor ? "-" : times_floor(floor, floor ? floor->seconds : 0, r.seconds),
-               format_seconds(r.warm_seconds),
-               is_floor ? "-"
-                        : times_floor(floor, floor ? floor->warm_seconds : 0, r.warm_seconds));
+    fmt::print(
+        "{:>6}  {:<14}{:>11}  {:>9}  {:>11}  {:>9}\n", rb::format_count(r.size), r.container,
+        format_seconds(r.seconds),
+        is_floor ? "-" : times_floor(floor, floor ? floor->seconds : 0, r.seconds),
+        format_seconds(r.warm_seconds),
+        is_floor ? "-" : times_floor(floor, floor ? floor->warm_seconds : 0, r.warm_seconds));
   }
   fmt::print("\n");
 }

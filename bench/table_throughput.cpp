@@ -1,6 +1,10 @@
 // reservoir-bench table 2: time to construct and fill, interleaved repetitions.
 #include "tour.hpp"
 
+#include <algorithm>
+#include <numeric>
+#include <random>
+
 namespace reservoir::bench::tour {
 
 namespace {
@@ -16,9 +20,17 @@ void run_throughput(const Config& cfg, std::vector<Result>& out) {
         if (std::string why = skip_reason(c, t, n, cfg.granule); !why.empty()) r.status = why;
         cells.push_back(std::move(r));
       }
-      // Interleaved: every repetition runs every contender once, so drift hits all alike.
+      // Interleaved: every repetition runs every contender once, so drift hits all alike, in an
+      // order shuffled per repetition (seeded: the same every run), so that no contender always
+      // runs right after the same one (one that frees 2 MiB blocks hands the next warm huge
+      // pages, one that frees many pages hands it pages the host has not taken back yet).
+      std::vector<std::size_t> order(cells.size());
+      std::iota(order.begin(), order.end(), std::size_t{0});
       for (int rep = 0; rep < cfg.reps; ++rep) {
-        for (Result& r : cells) {
+        if (rep > 0)
+          std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(rep)));
+        for (std::size_t i : order) {
+          Result& r = cells[i];
           if (r.status != "ok") continue;
           progress.show(fmt::format("throughput: {} {} rep {}/{} {}", r.type, rb::format_count(n),
                                     rep + 1, cfg.reps, r.container));
