@@ -3,6 +3,9 @@
 
 #include <atomic>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <system_error>
 #include <thread>
 
@@ -44,6 +47,41 @@ constexpr bool kLinux = false;
 #endif
 
 TEST_SUITE("pal") {
+  TEST_CASE("transparent huge pages and free page reporting are read from sysfs") {
+    // An independent reading (every virtio device, in directory order) of what pal reads once.
+    bool thp = false, reporting = false;
+#if defined(__linux__)
+    auto first_line = [](const std::filesystem::path& p) {
+      std::ifstream f(p);
+      std::string line;
+      std::getline(f, line);
+      return line;
+    };
+    const std::string mode = first_line("/sys/kernel/mm/transparent_hugepage/enabled");
+    thp = mode.find("[always]") != std::string::npos || mode.find("[madvise]") != std::string::npos;
+    std::error_code ec;
+    for (const auto& dev : std::filesystem::directory_iterator("/sys/bus/virtio/devices", ec)) {
+      const std::string id = first_line(dev.path() / "device");
+      const std::string features = first_line(dev.path() / "features");
+      if (!id.empty() && std::stol(id, nullptr, 0) == 5 && features.size() > 5 &&
+          features[5] == '1') {
+        reporting = true;
+      }
+    }
+    // The posix-generic build (the macOS/FreeBSD paths, which decommit by re-mapping) reads
+    // neither.
+    if (pal::testing::decommit_remaps()) thp = reporting = false;
+#endif
+    CHECK(pal::transparent_huge_pages() == thp);
+    CHECK(pal::host_reclaims_free_pages() == reporting);
+    // A test that forces the THP answer also rules out a reclaiming host.
+    pal::testing::set_transparent_huge_pages(1);
+    CHECK(pal::transparent_huge_pages());
+    CHECK_FALSE(pal::host_reclaims_free_pages());
+    pal::testing::set_transparent_huge_pages(-1);
+    CHECK(pal::host_reclaims_free_pages() == reporting);
+  }
+
   TEST_CASE("page size and allocation granularity come from the OS") {
     const std::size_t page = pal::page_size();
     CHECK(page >= 4096);
