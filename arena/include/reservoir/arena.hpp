@@ -76,9 +76,10 @@ struct ArenaOptions {
   //   - geometric: each step doubles the committed prefix (one granule, then 1, 2, 4, ...
   //     granules), so growing to n bytes takes O(log n) commit calls. Used where committing is
   //     only a permission change: prefault off, or huge pages in effect (huge_pages and
-  //     pal::transparent_huge_pages()), where the part of a step past kHugePageThreshold is
-  //     backed by first touches of 2 MiB pages, one 2 MiB page per fault; the part below it is
-  //     populated as prefault says, at most kPopulatedStepLimit at a time.
+  //     huge_pages_in_effect()), where the part of a step past kHugePageThreshold is backed by
+  //     first touches of 2 MiB pages, one 2 MiB page per fault; below it a step is populated
+  //     as prefault says, but no more than half of itself beyond the bytes asked for (so at
+  //     most 1.5x the bytes in use are resident), and at most kPopulatedStepLimit at a time.
   //   - bounded (prefault on and no huge pages, or a memory limit in force with
   //     respect_memory_limit): doubling up to kDoublingStepLimit, then at least that and at least
   //     committed()/8, never more than kPopulatedStepLimit: every step is populated (and charged
