@@ -57,10 +57,10 @@ inline const void* thread_token() noexcept {
 //
 // The published prefix is published_ extended by the run of ready marks that starts there:
 // size() computes it and stores what it found back into published_, so the next call starts
-// further on. Once shared, an append only marks its block ready (a byte store; one shared
-// counter, claimed_, is all appenders write), so appenders never hand each other the prefix and
-// never wait for each other; now and then (every kAdvanceStride slots) an appender advances
-// published_ itself, so that size() scans only the last few marks.
+// further on. An append publishes with plain stores (no read-modify-write; claimed_ is the one
+// counter appenders contend on): it moves published_ past its block when the block is next, and
+// marks it ready otherwise. So no appender hands another the prefix or waits for one, and once
+// the appends in progress have returned, size() counts them all.
 class ConcurrentCore {
  public:
   using size_type = std::size_t;
@@ -239,11 +239,18 @@ class ConcurrentCore {
   // Commits memory for slots [i, i + n): once, whichever thread gets here first.
   void commit_slots(size_type element_size, size_type i, size_type n);
 
-  // Publishes [i, i + n) by marking it ready: release stores to its marks, no read-modify-write
-  // and no shared counter. A block that crosses a multiple of kAdvanceStride also advances
-  // published_, which bounds what size() has to scan.
+  // Publishes [i, i + n) without a read-modify-write. When published_ is i (the block is next)
+  // a release store moves it past the block: nobody else can move it from i, as other threads
+  // move it only over ready marks and this block has none. Otherwise the block is marked ready
+  // (release stores), for size() or a later append to find; a marked block that crosses a
+  // multiple of kAdvanceStride also advances published_, which bounds what size() scans when
+  // blocks keep finishing out of order.
   static constexpr size_type kAdvanceStride = 256;
   void publish_shared(size_type i, size_type n) noexcept {
+    if (published_.load(std::memory_order_relaxed) == i) {
+      published_.store(i + n, std::memory_order_release);
+      return;
+    }
     mark_ready(i, n);
     if ((i + n) / kAdvanceStride != i / kAdvanceStride)
       (void)advance_published(published_.load(std::memory_order_acquire));
