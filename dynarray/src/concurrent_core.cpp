@@ -88,11 +88,7 @@ ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_
   const auto base = reinterpret_cast<std::uintptr_t>(data_arena_.base());
   data_offset_ =
       static_cast<std::uint32_t>(alignment > kMinBaseAlignment ? -base & (alignment - 1) : 0);
-  if (pal::process_barrier_supported()) {
-    mode_.store(kSolo, std::memory_order_relaxed);
-  } else {
-    marks_used_.store(true, std::memory_order_relaxed);  // shared from the start
-  }
+  if (pal::process_barrier_supported()) mode_.store(kSolo, std::memory_order_relaxed);
 }
 
 void ConcurrentCore::take(ConcurrentCore& other) noexcept {
@@ -106,8 +102,8 @@ void ConcurrentCore::take(ConcurrentCore& other) noexcept {
                    std::memory_order_relaxed);
   capacity_.store(other.capacity_.exchange(0, std::memory_order_relaxed),
                   std::memory_order_relaxed);
-  marks_used_.store(other.marks_used_.exchange(false, std::memory_order_relaxed),
-                    std::memory_order_relaxed);
+  out_of_order_.store(other.out_of_order_.exchange(false, std::memory_order_relaxed),
+                      std::memory_order_relaxed);
   mode_.store(other.mode_.exchange(kShared, std::memory_order_relaxed), std::memory_order_relaxed);
   owner_.store(other.owner_.exchange(nullptr, std::memory_order_relaxed),
                std::memory_order_relaxed);
@@ -139,7 +135,6 @@ void ConcurrentCore::end_solo() {
     // A solo claim or publish in progress finishes (the owner's next one sees kRevoking).
     while (solo_depth_.load(std::memory_order_acquire) != 0)
       pal::yield_thread();
-    marks_used_.store(true, std::memory_order_relaxed);  // every shared publish sets marks
     mode_.store(kShared, std::memory_order_release);
     return;
   }
@@ -185,12 +180,12 @@ void ConcurrentCore::commit_slots(size_type element_size, size_type i, size_type
   data_arena_.commit(data_offset_ + (i + n) * element_size);  // strong guarantee on failure
   const size_type data_cap =
       (std::min)((data_arena_.committed() - data_offset_) / element_size, max_size_);
-  // While one thread appends alone (solo mode), marks are written only when its blocks finish
-  // out of order, so their pages are never touched and cost no RAM and no faults: commit them
-  // without prefault. Once marks are in use (shared mode: every publish), the new pages are
-  // backed here in one call rather than by a page fault in an appending thread.
+  // The marks are written only when blocks finish out of order, so while one thread appends
+  // alone their pages are never touched and cost no RAM and no faults: commit them without
+  // prefault. Once a block has finished out of order, more marks will be written, and the new
+  // pages are backed here in one call rather than by a page fault in an appending thread.
   const auto populate =
-      marks_used_.load(std::memory_order_relaxed) ? Arena::Populate::all : Arena::Populate::none;
+      out_of_order_.load(std::memory_order_relaxed) ? Arena::Populate::all : Arena::Populate::none;
   // On failure data_arena_ keeps a step: harmless, unclaimed.
   ready_arena_.commit(data_cap, populate);
   const size_type flags = (std::min)(ready_arena_.committed(), max_size_);

@@ -219,8 +219,6 @@ class ConcurrentCore {
   // and the block that starts at published_ has none while its owner publishes it this way.
   void publish_solo(size_type i, size_type n) noexcept {
     if (published_.load(std::memory_order_relaxed) != i) {
-      if (!marks_used_.load(std::memory_order_relaxed))
-        marks_used_.store(true, std::memory_order_relaxed);
       mark_ready(i, n);
       return;
     }
@@ -247,7 +245,9 @@ class ConcurrentCore {
   // blocks keep finishing out of order.
   static constexpr size_type kAdvanceStride = 256;
   void publish_shared(size_type i, size_type n) noexcept {
-    if (published_.load(std::memory_order_relaxed) == i) {
+    // Acquire: the store below then carries the earlier blocks' publication too (a plain store
+    // would otherwise end the release sequence of whoever published them).
+    if (published_.load(std::memory_order_acquire) == i) {
       published_.store(i + n, std::memory_order_release);
       return;
     }
@@ -261,6 +261,8 @@ class ConcurrentCore {
   // other bytes stay 0. The published prefix only ever ends at a block's or a chunk's end, so a
   // scan reads only chunk-start bytes, and skips a whole chunk per byte.
   void mark_ready(size_type i, size_type n) noexcept {
+    if (!out_of_order_.load(std::memory_order_relaxed))
+      out_of_order_.store(true, std::memory_order_relaxed);
     for (size_type left = n; left != 0;) {
       const size_type chunk = std::bit_floor(left);
       store_byte_release(ready_ + i, static_cast<unsigned char>(std::bit_width(chunk)));
@@ -300,7 +302,7 @@ class ConcurrentCore {
   std::atomic<const void*> owner_{nullptr};   // the thread that appended first (solo)
   std::atomic<size_type> capacity_{0};        // slots backed by committed memory
   std::atomic<unsigned char> mode_{kShared};  // kSolo from construction where barriers work
-  std::atomic<bool> marks_used_{false};       // marks are being set (shared mode, or nesting)
+  std::atomic<bool> out_of_order_{false};     // some block was marked ready
   std::atomic<bool> commit_lock_{false};      // held by the thread committing slots
   std::uint32_t data_offset_ = 0;  // from data_arena_'s base to the first slot (alignment.hpp)
   alignas(64) std::atomic<size_type> claimed_{0};  // slots handed out
