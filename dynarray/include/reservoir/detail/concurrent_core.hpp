@@ -229,9 +229,9 @@ class ConcurrentCore {
   // ---- shared mode ------------------------------------------------------------------------------
 
   // Claims with one CAS (see claim()), committing more memory first if needed. A lost CAS means
-  // another thread is appending right now: it backs off (spinning, growing up to tens of
-  // microseconds), so that the winner goes on appending with the counter's cache line in its own
-  // cache rather than the two trading the line for every element.
+  // another thread is appending right now: it backs off (spinning, from about a microsecond up
+  // to about a hundred), so that the winner goes on appending with the counter's cache line in
+  // its own cache rather than the two trading the line for every element.
   size_type claim_shared(size_type element_size, size_type n, bool partial,
                          size_type* claimed_count);
   // Commits memory for slots [i, i + n): once, whichever thread gets here first.
@@ -277,8 +277,8 @@ class ConcurrentCore {
 
   // The marks are plain bytes, only ever accessed atomically. unsigned char is an
   // implicit-lifetime type, and the OS's zero-filled pages hold such objects without a write
-  // (as memory from malloc does), so a mark needs no construction and its page stays untouched
-  // until a mark on it is set.
+  // (as memory from malloc does), so a mark needs no construction and its page costs no RAM
+  // until a mark on it is set (size() reads the mark after the prefix: a read maps no RAM).
   unsigned char load_mark(size_type i) const noexcept { return load_byte_acquire(ready_ + i); }
 
   // The end of the run of ready chunks that starts at slot p (p itself if its mark is 0), reading
@@ -293,8 +293,8 @@ class ConcurrentCore {
   }
 
   // Four cache lines. The first two are read-mostly: written by a commit (under commit_lock_),
-  // once when solo mode ends, and by moves. Appenders hammer claimed_; published_, which readers
-  // poll and which moves only now and then once shared, has a line of its own.
+  // once when solo mode ends, and by moves. Appenders hammer claimed_ (and published_ when their
+  // blocks finish in order), and readers poll published_, so each has a line of its own.
   Arena data_arena_;
   Arena ready_arena_;
   size_type max_size_ = 0;
