@@ -2,6 +2,7 @@
 // nothing moves; failures under contention leave every published element intact.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -170,6 +172,31 @@ void every_member() {
   A& self = empty;
   empty = std::move(self);  // self move-assignment keeps the elements
   CHECK(empty[0].v == 1);
+}
+
+// An element whose construction takes a while and writes its fields one after another: a reader
+// that saw a slot under construction (or never constructed: zero) finds the fields inconsistent.
+struct Slow {
+  static constexpr std::uint64_t kSeal = 0x5ea1'5ea1'5ea1'5ea1;
+  std::uint64_t value = 0;
+  std::uint64_t check = 0;  // ~value once constructed
+  std::uint64_t seal = 0;   // kSeal once constructed
+  explicit Slow(std::uint64_t v) noexcept : value(v) {
+    // Stores apart (every 16th value gives up the CPU in between), so that a premature read has
+    // room to catch the element half done.
+    if (v % 16 == 5) std::this_thread::yield();
+    check = ~v;
+    seal = kSeal;
+  }
+  bool whole() const noexcept { return seal == kSeal && check == ~value && value != 0; }
+};
+
+// How much stress work a test does: far less under valgrind (which serialises threads and runs
+// the concurrent suite in CI) and TSan (which slows every access), the full amount otherwise.
+std::uint64_t stress_scale(std::uint64_t full) {
+  if (test::under_valgrind()) return (std::max<std::uint64_t>)(full / 50, 1);
+  if (kThreadSanitizer) return (std::max<std::uint64_t>)(full / 5, 1);
+  return full;
 }
 
 }  // namespace
@@ -1163,5 +1190,132 @@ TEST_SUITE("concurrent") {
       l.push_back(Line{i});
     CHECK(aligned(l));
     CHECK(l[4999].v == 4999);
+  }
+
+  TEST_CASE("2 to 16 threads push_back at once (oversubscribed): every value once, no hole") {
+    // More threads than cores: appenders are preempted between claim and publish, and those
+    // still running go on past them. A reader checks the published prefix all along.
+    for (const unsigned threads : {2u, 3u, 4u, 8u, 16u}) {
+      CAPTURE(threads);
+      const std::uint64_t each = stress_scale(160'000) / threads;
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(threads * each)};
+      std::atomic<bool> done{false};
+      std::atomic<std::uint64_t> bad_reads{0}, shrank{0};
+      std::thread reader([&] {
+        std::size_t last = 0;
+        while (!done.load()) {
+          const std::span<const std::uint64_t> p = a.published();
+          if (p.size() < last) shrank++;
+          last = p.size();
+          for (std::uint64_t v : p)
+            bad_reads += v == 0;
+        }
+      });
+      std::vector<std::thread> writers;
+      for (unsigned t = 0; t < threads; ++t) {
+        writers.emplace_back([&a, t, each] {
+          for (std::uint64_t s = 1; s <= each; ++s)
+            a.push_back(encode(t, s));
+        });
+      }
+      for (auto& w : writers)
+        w.join();
+      done = true;
+      reader.join();
+      CHECK(bad_reads == 0);
+      CHECK(shrank == 0);
+      REQUIRE(a.size() == threads * each);
+      // Each thread's values once each and in its own order.
+      std::vector<std::uint64_t> last(threads, 0);
+      for (std::uint64_t v : a.published()) {
+        const std::uint64_t t = (v >> 32) - 1, s = v & 0xffffffff;
+        REQUIRE(t < threads);
+        REQUIRE(s == last[t] + 1);
+        last[t] = s;
+      }
+    }
+  }
+
+  TEST_CASE("a reader never observes an element under construction, with 2 to 16 appenders") {
+    // Slow writes its fields apart from one another, in its slot (its constructor cannot throw).
+    // Readers check every element below size(), and the newest one through at(), while 2-16
+    // threads append; under TSan a read of a slot being constructed is also reported as a race.
+    for (const unsigned threads : {2u, 5u, 16u}) {
+      CAPTURE(threads);
+      const std::uint64_t each = stress_scale(32'000) / threads;
+      ConcurrentDynArray<Slow> a{reservoir::max_elements(threads * (each + each / 16))};
+      std::atomic<bool> done{false};
+      std::atomic<std::uint64_t> torn{0}, checked{0};
+      std::vector<std::thread> readers;
+      for (int r = 0; r < 2; ++r) {
+        readers.emplace_back([&, r] {
+          std::uint64_t n = 0;
+          std::size_t seen = 0;
+          while (!done.load()) {
+            if (r == 0) {  // what was published since the last look
+              const std::span<const Slow> p = a.published();
+              for (std::size_t i = seen; i < p.size(); ++i)
+                torn += !p[i].whole();
+              n += p.size() - seen;
+              seen = p.size();
+            } else {  // the newest element only, as soon as it is counted
+              const std::size_t size = a.size();
+              if (size != 0) torn += !a.at(size - 1).whole();
+              ++n;
+            }
+          }
+          checked += n;
+        });
+      }
+      std::vector<std::thread> writers;
+      for (unsigned t = 0; t < threads; ++t) {
+        writers.emplace_back([&a, t, each] {
+          for (std::uint64_t s = 1; s <= each; ++s) {
+            if (s % 16 == 0) {
+              const std::uint64_t v[2] = {encode(t, s), encode(t, s) | (1ull << 31)};
+              a.append_range(std::span<const std::uint64_t>(v));  // a block of two
+            } else {
+              a.emplace_back(encode(t, s));
+            }
+          }
+        });
+      }
+      for (auto& w : writers)
+        w.join();
+      done = true;
+      for (auto& r : readers)
+        r.join();
+      CHECK(torn == 0);
+      CHECK(checked > 0);
+      REQUIRE(a.size() == threads * (each + each / 16));
+      for (const Slow& e : a.published())
+        REQUIRE(e.whole());
+    }
+  }
+
+  TEST_CASE("a stalled append holds the prefix back only until it returns, with no later append") {
+    // Slot 0 is held by a construction in progress while 2 other threads append past it; when it
+    // finishes, size() counts every element although nobody appends afterwards (a reader's size()
+    // finds the ready blocks, whichever thread finished last).
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(10'000)};
+    std::atomic<bool> release{false};
+    a.push_back(encode(9, 1));                               // the owner
+    std::thread([&] { a.push_back(encode(9, 2)); }).join();  // ends solo mode
+    std::thread holder = hold_next_slot(a, 0, release);
+    std::vector<std::thread> others;
+    for (unsigned t = 1; t <= 2; ++t) {
+      others.emplace_back([&a, t] {
+        for (std::uint64_t s = 1; s <= 1000; ++s)
+          a.push_back(encode(t, s));
+      });
+    }
+    for (auto& o : others)
+      o.join();
+    CHECK(a.size() == 2);  // held back by slot 2
+    release = true;
+    holder.join();
+    CHECK(a.size() == 2003);
+    for (std::uint64_t v : a.published())
+      REQUIRE(v != 0);
   }
 }

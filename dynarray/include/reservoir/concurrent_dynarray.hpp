@@ -9,8 +9,11 @@
 //     from any number of threads. Each call claims its slots (one slot, or a block of consecutive
 //     slots for append_range) with one compare-and-swap on a shared counter (with plain stores
 //     while one thread appends alone: solo mode, below), constructs the elements in place and
-//     publishes them before it returns. Simple, and the new element's index is known at once, but
-//     threads that do nothing else contend on that counter's cache line.
+//     publishes them with plain stores before it returns. Simple, and the new element's index is
+//     known at once. Threads that do nothing else contend on that counter's cache line: a thread
+//     that loses the compare-and-swap backs off for a microsecond or more, so that the winner
+//     appends a run of elements with the line in its own cache instead of the two trading it for
+//     every element.
 //   - Through a Writer, one per thread (`auto w = arr.writer(); w.push_back(x);`): the writer
 //     gathers elements in its own buffer without touching memory that other threads use, and
 //     appends them as one block of consecutive indices, claimed with one atomic operation, when
@@ -24,9 +27,10 @@
 //   - Reading element i (operator[], at, published()) is safe for i < size() while appends go on.
 //     Writing to a published element is the caller's business (like any shared object).
 //   - Elements are published in index order. A block constructed early whose predecessor is still
-//     being constructed becomes visible when the predecessor is done; any appending thread
-//     advances the published prefix, so none waits for another (but once, when solo mode ends:
-//     see below).
+//     being constructed becomes visible when the predecessor is done: size() itself extends the
+//     published prefix over the blocks marked ready, so no appending thread hands the prefix to
+//     another or waits for one (but once, when solo mode ends: see below), and a reader never
+//     waits either (size() reads a few bytes past the prefix and may store what it found).
 //   - Slots are claimed only when their elements are about to be constructed, never ahead (a slot
 //     claimed ahead and then left unfilled could not be returned once another thread claimed
 //     after it, and would hold size() back for good). So the prefix is held back only by appends
@@ -72,11 +76,12 @@
 // appends alone, unless it appends from inside one of its own constructions), after which each
 // new commit of them is prefaulted.
 // Cost: in solo mode, an append is a few plain loads and stores around the construction. Once
-// shared, an append claims with one CAS and, when its block is next, publishes it with one more;
-// one that finishes before its predecessor marks its block ready with one byte per power-of-two
-// chunk of it (at most 64) and leaves it to be published with the predecessor. Appends through
-// the array share the claim counter's cache line once per call; a Writer touches shared lines
-// once per buffer.
+// shared, an append claims with one CAS and, when its block is next, publishes it with a plain
+// store; one that finishes before its predecessor marks its block ready with one byte per
+// power-of-two chunk of it (at most 64) for size() to find. Appends through the array share the
+// claim counter's cache line once per call (a lost claim backs off: see above); a Writer
+// touches shared lines once per buffer. size() is two loads and a byte load when nothing
+// finished out of order since the last call, otherwise one byte load per ready chunk it passes.
 #pragma once
 
 #include <algorithm>

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -15,24 +16,24 @@
 
 namespace reservoir::detail {
 
-// Atomic access to a plain byte (ConcurrentDynArray's ready marks), sequentially consistent.
+// Atomic access to a plain byte (ConcurrentDynArray's ready marks): loads acquire, stores release.
 #if defined(__cpp_lib_atomic_ref)
 inline constexpr bool kByteAtomicsLockFree =
     std::atomic_ref<unsigned char>::is_always_lock_free &&
     std::atomic_ref<unsigned char>::required_alignment == 1;
-inline unsigned char atomic_load_byte(unsigned char* p) noexcept {
-  return std::atomic_ref<unsigned char>(*p).load(std::memory_order_seq_cst);
+inline unsigned char load_byte_acquire(unsigned char* p) noexcept {
+  return std::atomic_ref<unsigned char>(*p).load(std::memory_order_acquire);
 }
-inline void atomic_store_byte(unsigned char* p, unsigned char v) noexcept {
-  std::atomic_ref<unsigned char>(*p).store(v, std::memory_order_seq_cst);
+inline void store_byte_release(unsigned char* p, unsigned char v) noexcept {
+  std::atomic_ref<unsigned char>(*p).store(v, std::memory_order_release);
 }
 #else  // standard libraries without std::atomic_ref (libc++ before 19): the GCC/Clang builtins
 inline constexpr bool kByteAtomicsLockFree = __atomic_always_lock_free(1, 0);
-inline unsigned char atomic_load_byte(unsigned char* p) noexcept {
-  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+inline unsigned char load_byte_acquire(unsigned char* p) noexcept {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
-inline void atomic_store_byte(unsigned char* p, unsigned char v) noexcept {
-  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+inline void store_byte_release(unsigned char* p, unsigned char v) noexcept {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 #endif
 
@@ -50,9 +51,16 @@ inline const void* thread_token() noexcept {
 #pragma warning(disable : 4324)
 #endif
 
-// The slots of a ConcurrentDynArray: claims hand out consecutive indices, publishes advance the
-// published prefix (see the contract in concurrent_dynarray.hpp). Construction, moves and
-// destruction are not concurrent operations.
+// The slots of a ConcurrentDynArray: claims hand out consecutive indices, publishes make them
+// part of the published prefix (see the contract in concurrent_dynarray.hpp). Construction,
+// moves and destruction are not concurrent operations.
+//
+// The published prefix is published_ extended by the run of ready marks that starts there:
+// size() computes it and stores what it found back into published_, so the next call starts
+// further on. An append publishes with plain stores (no read-modify-write; claimed_ is the one
+// counter appenders contend on): it moves published_ past its block when the block is next, and
+// marks it ready otherwise. So no appender hands another the prefix or waits for one, and once
+// the appends in progress have returned, size() counts them all.
 class ConcurrentCore {
  public:
   using size_type = std::size_t;
@@ -79,7 +87,14 @@ class ConcurrentCore {
     return base == nullptr ? nullptr : base + data_offset_;
   }
   size_type max_size() const noexcept { return max_size_; }
-  size_type size() const noexcept { return published_.load(std::memory_order_acquire); }
+  // The published prefix: published_ and the run of ready marks that starts there, which it
+  // stores back into published_ (a reader writes, but never waits: see advance_published).
+  // Reads the marks only below capacity_ (committed; the marks of unclaimed slots are 0).
+  size_type size() const noexcept {
+    const size_type p = published_.load(std::memory_order_acquire);
+    if (p == capacity_.load(std::memory_order_acquire) || load_mark(p) == 0) return p;
+    return advance_published(p);
+  }
   size_type capacity() const noexcept { return capacity_.load(std::memory_order_acquire); }
 
   // Claims the next n (>= 1) consecutive slots and returns the first, committing memory for them
@@ -197,9 +212,11 @@ class ConcurrentCore {
     return i;
   }
 
-  // The owner's publish in solo mode: as publish_shared, with plain loads and a release store.
-  // A block is out of order only when an append nested in another one's construction (the owner
-  // appending from make() or from a constructor) finishes first; the outer one publishes it.
+  // The owner's publish in solo mode: a release store of published_, past any ready block after
+  // it. A block is out of order only when an append nested in another one's construction (the
+  // owner appending from make() or from a constructor) finishes first; the outer one publishes
+  // it. The store cannot undo a reader's advance: readers move published_ only over ready marks,
+  // and the block that starts at published_ has none while its owner publishes it this way.
   void publish_solo(size_type i, size_type n) noexcept {
     if (published_.load(std::memory_order_relaxed) != i) {
       mark_ready(i, n);
@@ -211,26 +228,61 @@ class ConcurrentCore {
 
   // ---- shared mode ------------------------------------------------------------------------------
 
-  // Claims with one CAS (see claim()), committing more memory first if needed. Backs off briefly
-  // after a lost CAS, so that contending threads stop invalidating the counter's cache line on
-  // every attempt.
+  // Claims with one CAS (see claim()), committing more memory first if needed. A lost CAS means
+  // another thread is appending right now: it backs off (spinning, from about a microsecond up
+  // to about a hundred), so that the winner goes on appending with the counter's cache line in
+  // its own cache rather than the two trading the line for every element.
   size_type claim_shared(size_type element_size, size_type n, bool partial,
                          size_type* claimed_count);
   // Commits memory for slots [i, i + n): once, whichever thread gets here first.
   void commit_slots(size_type element_size, size_type i, size_type n);
-  // Publishes [i, i + n): directly when the block is next, else through its ready marks.
-  void publish_shared(size_type i, size_type n) noexcept;
-  // Marks the constructed block [i, i + n) ready, chunk by chunk (see publish_shared).
-  void mark_ready(size_type i, size_type n) noexcept;
+
+  // Publishes [i, i + n) without a read-modify-write. When published_ is i (the block is next)
+  // a release store moves it past the block: nobody else can move it from i, as other threads
+  // move it only over ready marks and this block has none. Otherwise the block is marked ready
+  // (release stores), for size() or a later append to find; a marked block that crosses a
+  // multiple of kAdvanceStride also advances published_, which bounds what size() scans when
+  // blocks keep finishing out of order.
+  static constexpr size_type kAdvanceStride = 256;
+  void publish_shared(size_type i, size_type n) noexcept {
+    // Acquire: the store below then carries the earlier blocks' publication too (a plain store
+    // would otherwise end the release sequence of whoever published them).
+    if (published_.load(std::memory_order_acquire) == i) {
+      published_.store(i + n, std::memory_order_release);
+      return;
+    }
+    mark_ready(i, n);
+    if ((i + n) / kAdvanceStride != i / kAdvanceStride)
+      (void)advance_published(published_.load(std::memory_order_acquire));
+  }
+
+  // Ready bytes mark blocks, not elements: a block [i, i + n) is split into power-of-two chunks
+  // (largest first), and the byte of each chunk's first slot holds log2(chunk length) + 1; the
+  // other bytes stay 0. The published prefix only ever ends at a block's or a chunk's end, so a
+  // scan reads only chunk-start bytes, and skips a whole chunk per byte.
+  void mark_ready(size_type i, size_type n) noexcept {
+    if (!out_of_order_.load(std::memory_order_relaxed))
+      out_of_order_.store(true, std::memory_order_relaxed);
+    for (size_type left = n; left != 0;) {
+      const size_type chunk = std::bit_floor(left);
+      store_byte_release(ready_ + i, static_cast<unsigned char>(std::bit_width(chunk)));
+      i += chunk;
+      left -= chunk;
+    }
+  }
+
+  // Moves published_ from p (a value it had) over the run of ready marks that starts at p, and
+  // returns the prefix found (at least p). Several threads may do it at once: the furthest wins.
+  size_type advance_published(size_type p) const noexcept;
 
   // The marks are plain bytes, only ever accessed atomically. unsigned char is an
   // implicit-lifetime type, and the OS's zero-filled pages hold such objects without a write
-  // (as memory from malloc does), so a mark needs no construction and its page stays untouched
-  // until a mark on it is set.
-  unsigned char load_mark(size_type i) const noexcept { return atomic_load_byte(ready_ + i); }
+  // (as memory from malloc does), so a mark needs no construction and its page costs no RAM
+  // until a mark on it is set (size() reads the mark after the prefix: a read maps no RAM).
+  unsigned char load_mark(size_type i) const noexcept { return load_byte_acquire(ready_ + i); }
 
   // The end of the run of ready chunks that starts at slot p (p itself if its mark is 0), reading
-  // marks below `end` (claimed slots) only.
+  // marks below `end` (claimed or committed slots) only.
   size_type ready_run_end(size_type p, size_type end) const noexcept {
     while (p < end) {
       const unsigned char mark = load_mark(p);
@@ -241,8 +293,8 @@ class ConcurrentCore {
   }
 
   // Four cache lines. The first two are read-mostly: written by a commit (under commit_lock_),
-  // once when solo mode ends, and by moves. Appenders hammer claimed_ and published_, and
-  // readers poll published_, so each has a line of its own.
+  // once when solo mode ends, and by moves. Appenders hammer claimed_ (and published_ when their
+  // blocks finish in order), and readers poll published_, so each has a line of its own.
   Arena data_arena_;
   Arena ready_arena_;
   size_type max_size_ = 0;
@@ -253,9 +305,10 @@ class ConcurrentCore {
   std::atomic<bool> out_of_order_{false};     // some block was marked ready
   std::atomic<bool> commit_lock_{false};      // held by the thread committing slots
   std::uint32_t data_offset_ = 0;  // from data_arena_'s base to the first slot (alignment.hpp)
-  alignas(64) std::atomic<size_type> claimed_{0};    // slots handed out
-  std::atomic<unsigned> solo_depth_{0};              // the owner's solo appends in progress
-  alignas(64) std::atomic<size_type> published_{0};  // prefix that is constructed and visible
+  alignas(64) std::atomic<size_type> claimed_{0};  // slots handed out
+  std::atomic<unsigned> solo_depth_{0};            // the owner's solo appends in progress
+  // A prefix that is constructed and visible (size() may find more); mutable: size() advances it.
+  alignas(64) mutable std::atomic<size_type> published_{0};
 };
 
 static_assert(sizeof(void*) != 8 || sizeof(ConcurrentCore) == 256, "four cache lines");
