@@ -105,8 +105,12 @@ std::uint64_t estimate_peak(rb::Container c, rb::Type t, std::uint64_t n, std::u
 
 // Returns "" if the cell fits in memory, else the reason to skip it.
 std::string skip_reason(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule) {
-  if (c == rb::Container::floor_huge && !pal::transparent_huge_pages()) {
-    return "skipped: no transparent huge pages here";
+  if (c == rb::Container::floor_huge) {
+    if (!pal::transparent_huge_pages()) return "skipped: no transparent huge pages here";
+    // Below one huge page the floor would time a 2 MiB page for a few bytes of data.
+    if (static_cast<double>(n) * static_cast<double>(rb::element_size(t)) < double(2 << 20)) {
+      return "skipped: less than one huge page of data";
+    }
   }
   const std::uint64_t need = estimate_peak(c, t, n, granule);
   const std::uint64_t avail = rb::available_memory();
