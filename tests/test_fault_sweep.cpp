@@ -466,11 +466,12 @@ TEST_SUITE("fault_sweep") {
     for (std::uint32_t seed : {11u, 12u}) {
       CAPTURE(seed);
       Tracked::reset();
-      CHECK(sweep("warm pools DynArray<int>", [seed] { return dynarray_sequence<int>(seed); })
-                .injected > 20);
-      CHECK(sweep("warm pools DynArray<Tracked>",
-                  [seed] { return dynarray_sequence<Tracked>(seed); })
-                .injected > 20);
+      CHECK(sweep("warm pools DynArray<int>", [seed] {
+              return dynarray_sequence<int>(seed);
+            }).injected > 20);
+      CHECK(sweep("warm pools DynArray<Tracked>", [seed] {
+              return dynarray_sequence<Tracked>(seed);
+            }).injected > 20);
       CHECK(Tracked::live() == 0);
       CHECK(sweep("warm pools Arena", [seed] { return arena_sequence(seed); }).injected > 20);
     }

@@ -257,7 +257,8 @@ std::vector<Parked> take_all() noexcept {
 
 }  // namespace
 
-// ---- fork: the cache's, the pools' and the memory limit's locks are held across it -------------------------
+// ---- fork: the cache's, the pools' and the memory limit's locks are held across it
+// -------------------------
 
 namespace {
 

@@ -46,18 +46,18 @@ struct FreeSlot {
 };
 
 struct SizeClass {
-  std::vector<Chunk> chunks;    // carving happens in the last one
-  std::vector<FreeSlot> free;   // LIFO: the most recently used slot is the warmest
+  std::vector<Chunk> chunks;   // carving happens in the last one
+  std::vector<FreeSlot> free;  // LIFO: the most recently used slot is the warmest
   std::size_t next_chunk_bytes = kFirstChunkBytes;
 };
 
 struct Pools {
   std::mutex mutex;
-  SizeClass classes[kClasses];                     // guarded by mutex
-  std::size_t resident = 0;                        // committed bytes in free slots; by mutex
+  SizeClass classes[kClasses];  // guarded by mutex
+  std::size_t resident = 0;     // committed bytes in free slots; by mutex
   std::atomic<std::size_t> resident_limit{kDefaultPoolResidentLimit};
-  std::atomic<std::size_t> resident_seen{0};       // `resident` for readers without the lock
-  bool enabled = true;                             // false without fork handlers
+  std::atomic<std::size_t> resident_seen{0};  // `resident` for readers without the lock
+  bool enabled = true;                        // false without fork handlers
 };
 
 Pools& pools() {
@@ -196,7 +196,8 @@ void return_slot(std::byte* base, std::size_t usable, std::size_t committed) noe
   Pools& p = pools();
   std::lock_guard lock(p.mutex);
   // 1. Keep at most kPoolKeepPerSlot committed, and nothing once the resident limit is reached.
-  const std::size_t share = std::min(committed, kPoolKeepPerSlot / pal::page_size() * pal::page_size());
+  const std::size_t share =
+      std::min(committed, kPoolKeepPerSlot / pal::page_size() * pal::page_size());
   const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
   const std::size_t keep = p.resident + share <= limit ? share : 0;
   const std::size_t now = decommit_beyond(base, keep, committed);
@@ -258,8 +259,8 @@ std::size_t trim_pools() noexcept {
     for (const detail::Chunk& c : sc.chunks) {
       const auto lo = std::lower_bound(sc.free.begin(), sc.free.end(), c.base, by_base);
       const auto hi = std::lower_bound(lo, sc.free.end(), c.base + c.bytes, by_base);
-      const bool holds_pages = std::any_of(
-          lo, hi, [](const detail::FreeSlot& f) { return f.committed != 0; });
+      const bool holds_pages =
+          std::any_of(lo, hi, [](const detail::FreeSlot& f) { return f.committed != 0; });
       if (static_cast<std::size_t>(hi - lo) == c.carved && !holds_pages) {
         detail::release_mapping(c.base, c.bytes);
         for (auto it = lo; it != hi; ++it)

@@ -130,7 +130,8 @@ void clear_reservation_cache() noexcept;
 // Reservations parked in the cache: every thread's slot plus the shared list.
 std::size_t reservation_cache_size() noexcept;
 
-// ---- the slot pools ------------------------------------------------------------------------------
+// ---- the slot pools
+// ------------------------------------------------------------------------------
 //
 // An arena whose reservation is at most kLargestPoolSlot (with reuse_reservation and without
 // huge_pages; DynArray with max_elements up to 256 Ki ints) takes a slot of a size class (16 KiB,
