@@ -74,9 +74,11 @@ struct Result {
   std::uint64_t arrays = 0;                            // many, mixed: arrays alive at the end
   double destroy_seconds = 0;                          // many: median time to destroy them all
   std::vector<double> destroy_samples;                 // many
-  std::string checksum;                                // mixed: the final contents' checksum
-  std::uint64_t elements = 0;                          // mixed: elements at the end
-  std::array<double, rb::mixed::kActions> action_seconds{};        // mixed: median per action
+  double rebuild_seconds = 0, redestroy_seconds = 0;   // many: the second round, recycled memory
+  std::vector<double> rebuild_samples, redestroy_samples;    // many
+  std::string checksum;                                      // mixed: the final contents' checksum
+  std::uint64_t elements = 0;                                // mixed: elements at the end
+  std::array<double, rb::mixed::kActions> action_seconds{};  // mixed: median per action
   std::array<std::uint64_t, rb::mixed::kActions> action_counts{};  // mixed
 };
 
