@@ -90,16 +90,19 @@ TEST_SUITE("slot_pool") {
   TEST_CASE("small arenas are carved from shared chunks, large ones reserve their own mapping") {
     FreshPools fresh;
     const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
+    // The smallest class that holds a page: 16 KiB, or 64 KiB where pages are 64 KiB.
+    const std::size_t page = pal::page_size();
+    const std::size_t slot = page <= 16 * 1024 ? 16 * 1024 : 64 * 1024;
     {
       std::vector<Arena> small;
       for (int i = 0; i < 64; ++i)
         small.emplace_back(4096);
-      // 64 slots of 16 KiB: at most two chunks (the first spans 2 MiB).
-      CHECK(pal::testing::calls(pal::Op::reserve) - reserves <= 2);
+      // 64 slots: one chunk holds them all or nearly (the first spans about 2 MiB, at least 4).
+      CHECK(pal::testing::calls(pal::Op::reserve) - reserves <= (page <= 16 * 1024 ? 2 : 3));
       std::set<std::byte*> bases;
       for (const Arena& a : small) {
         CHECK(a.reserved() >= 4096);
-        CHECK(a.reserved() < 16 * 1024 + 1);
+        CHECK(a.reserved() <= slot);
         bases.insert(a.base());
       }
       CHECK(bases.size() == small.size());
@@ -107,7 +110,7 @@ TEST_SUITE("slot_pool") {
       std::size_t min_gap = SIZE_MAX;
       for (auto it = bases.begin(), next = std::next(it); next != bases.end(); ++it, ++next)
         min_gap = std::min<std::size_t>(min_gap, static_cast<std::size_t>(*next - *it));
-      CHECK(min_gap == 16 * 1024 + pal::page_size());
+      CHECK(min_gap == slot + page);
     }
     const std::uint64_t before_big = pal::testing::calls(pal::Op::reserve);
     reservoir::clear_reservation_cache();
