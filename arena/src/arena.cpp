@@ -118,14 +118,9 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
     *error = {};
     return std::optional<Arena>(std::move(a));
   };
-  // 2. A parked reservation of the same layout and options costs no system call.
-  if (options.reuse_reservation) {
-    if (std::optional<detail::Parked> p = detail::take_parked(l.mapping, options)) {
-      return made(p->mapping, p->base, p->reserved, p->committed);
-    }
-  }
-  // 3. A small reservation takes a pool slot: its mapping is the pool's chunk. The slot has guard
-  //    pages of its own, at page alignment, so only huge pages rule it out.
+  // 2. A small reservation takes a pool slot: its mapping is the pool's chunk. The slot has guard
+  //    pages of its own, at page alignment, so only huge pages rule it out. Before the cache: a
+  //    larger arena parked there may have the same mapping size (Windows rounds to 64 KiB).
   if (options.reuse_reservation && !options.huge_pages && l.usable <= kLargestPoolSlot) {
     std::byte* base = nullptr;
     std::size_t committed = 0;
@@ -138,6 +133,12 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
     if (ec) {  // the OS refused the pool's chunk (at its smallest size): out of address space
       *error = ec;
       return std::nullopt;
+    }
+  }
+  // 3. A parked reservation of the same layout and options costs no system call.
+  if (options.reuse_reservation) {
+    if (std::optional<detail::Parked> p = detail::take_parked(l.mapping, options)) {
+      return made(p->mapping, p->base, p->reserved, p->committed);
     }
   }
   // 4. Reserve address space only.
