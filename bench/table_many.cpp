@@ -52,12 +52,16 @@ void run_many(const Config& cfg, std::vector<Result>& out) {
         }
         r.samples.push_back(std::stod(f["seconds"]));
         r.destroy_samples.push_back(std::stod(f["destroy_seconds"]));
+        r.rebuild_samples.push_back(std::stod(f["rebuild_seconds"]));
+        r.redestroy_samples.push_back(std::stod(f["redestroy_seconds"]));
         r.peak_bytes = std::max<std::uint64_t>(r.peak_bytes, std::stoull(f["peak"]));
       }
     }
     for (Result& r : cells) {
       summarize(r, per * r.arrays);
       r.destroy_seconds = median(r.destroy_samples);
+      r.rebuild_seconds = median(r.rebuild_samples);
+      r.redestroy_seconds = median(r.redestroy_samples);
       r.peak_bytes = r.peak_bytes > cfg.idle_peak ? r.peak_bytes - cfg.idle_peak : 0;
       r.data_bytes = per * r.arrays * sizeof(int);
       out.push_back(std::move(r));
@@ -66,13 +70,22 @@ void run_many(const Config& cfg, std::vector<Result>& out) {
   progress.done();
 }
 
+// "1.23x slower" of r against the vector row's figure, or "-".
+std::string versus(const Result* base, double base_seconds, double seconds) {
+  return base ? speed_ratio(base_seconds, seconds) : "-";
+}
+
 void print_many(const Config& cfg, const std::vector<Result>& rs) {
   fmt::print(
       "8. Many arrays: {} arrays of ints alive at once, each built by push_back, then all "
-      "destroyed\n   (median of {} interleaved reps; peak: the child's, above an idle one)\n\n",
+      "destroyed\n   (median of {} interleaved reps; peak: the child's, above an idle one). Then, "
+      "in the same\n"
+      "   child, all built and destroyed again: the second round recycles what the first gave "
+      "back\n\n",
       rb::format_count(cfg.many_arrays), cfg.reps);
-  fmt::print("{:>9}  {:<16}{:>11}  {:>21}  {:>16}  {:>11}  {:>16}  {:>16}\n", "per array",
-             "container", "build", "min..max", "vs vector", "destroy", "destroy vs vector", "peak");
+  fmt::print("{:>9}  {:<16}{:>11}  {:>21}  {:>16}  {:>11}  {:>16}  {:>16}  {:>16}  {:>18}\n",
+             "per array", "container", "build", "min..max", "vs vector", "destroy",
+             "destroy vs vector", "peak", "rebuild vs vector", "redestroy vs vector");
   for (const Result& r : rs) {
     if (r.table != "many") continue;
     if (r.status != "ok") {
@@ -81,14 +94,17 @@ void print_many(const Config& cfg, const std::vector<Result>& rs) {
     }
     const Result* base = find(rs, "many", "vector", "int", r.size);
     const bool have_base = base && base->status == "ok" && base != &r;
-    fmt::print("{:>9}  {:<16}{:>11}  {:>21}  {:>16}  {:>11}  {:>16}  {:>16}\n",
+    const Result* b = have_base ? base : nullptr;
+    fmt::print("{:>9}  {:<16}{:>11}  {:>21}  {:>16}  {:>11}  {:>16}  {:>16}  {:>16}  {:>18}\n",
                rb::format_count(r.size), r.container, format_seconds(r.seconds),
                format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max) +
                    (r.unstable ? " ?" : ""),
                speed_ratio(base, r), format_seconds(r.destroy_seconds),
                have_base ? speed_ratio(base->destroy_seconds, r.destroy_seconds) : "-",
                fmt::format("{} ({:.2f}x)", format_bytes(r.peak_bytes),
-                           static_cast<double>(r.peak_bytes) / static_cast<double>(r.data_bytes)));
+                           static_cast<double>(r.peak_bytes) / static_cast<double>(r.data_bytes)),
+               versus(b, b ? b->rebuild_seconds : 0, r.rebuild_seconds),
+               versus(b, b ? b->redestroy_seconds : 0, r.redestroy_seconds));
   }
   fmt::print("\n");
 }

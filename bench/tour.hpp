@@ -80,9 +80,11 @@ struct Result {
   std::vector<double> destroy_samples;                 // many
   double warm_seconds = 0;                             // bulk: median time into warm memory
   std::vector<double> warm_samples;                    // bulk
-  std::string checksum;                                // mixed: the final contents' checksum
-  std::uint64_t elements = 0;                          // mixed: elements at the end
-  std::array<double, rb::mixed::kActions> action_seconds{};        // mixed: median per action
+  double rebuild_seconds = 0, redestroy_seconds = 0;   // many: the second round, recycled memory
+  std::vector<double> rebuild_samples, redestroy_samples;    // many
+  std::string checksum;                                      // mixed: the final contents' checksum
+  std::uint64_t elements = 0;                                // mixed: elements at the end
+  std::array<double, rb::mixed::kActions> action_seconds{};  // mixed: median per action
   std::array<std::uint64_t, rb::mixed::kActions> action_counts{};  // mixed
 };
 

@@ -156,8 +156,11 @@ int child_main(int argc, char** argv) {
       std::printf("ok samples=%s\n", samples.c_str());
     } else if (table == "many") {
       const rb::ManyArraysTimes t = rb::many_arrays(argv[3], batch, n, reserve);
-      std::printf("ok seconds=%.9g destroy_seconds=%.9g checksum=%llu peak=%zu\n", t.build_seconds,
-                  t.destroy_seconds, static_cast<unsigned long long>(t.checksum), rb::peak_rss());
+      std::printf(
+          "ok seconds=%.9g destroy_seconds=%.9g rebuild_seconds=%.9g redestroy_seconds=%.9g "
+          "checksum=%llu peak=%zu\n",
+          t.build_seconds, t.destroy_seconds, t.rebuild_seconds, t.redestroy_seconds,
+          static_cast<unsigned long long>(t.checksum), rb::peak_rss());
     } else if (table == "concurrent") {
       const double seconds =
           rb::concurrent_build(argv[3], n, static_cast<unsigned>(batch), options);

@@ -278,6 +278,8 @@ std::string write_json(const std::string& path, const Context& ctx, const std::v
           << ", \"seconds_min\": " << json_number(r.seconds_min)
           << ", \"seconds_max\": " << json_number(r.seconds_max)
           << ", \"destroy_seconds\": " << json_number(r.destroy_seconds)
+          << ", \"rebuild_seconds\": " << json_number(r.rebuild_seconds)
+          << ", \"redestroy_seconds\": " << json_number(r.redestroy_seconds)
           << ", \"peak_bytes\": " << r.peak_bytes << ", \"data_bytes\": " << r.data_bytes
           << ", \"unstable\": " << (r.unstable ? "true" : "false")
           << ", \"vs_vector\": " << json_number(ratio_value(base, r));

@@ -161,8 +161,11 @@ class FaultGuard {
  public:
   FaultGuard(reservoir::pal::Op op, std::uint64_t skip = 0, std::uint64_t count = 1,
              std::error_code error = reservoir::pal::testing::out_of_memory_error()) {
-    // A parked reservation would be handed out without calling the OS at all.
-    if (op == reservoir::pal::Op::reserve) reservoir::clear_reservation_cache();
+    // A parked reservation or a free pool slot would be handed out without calling the OS at all.
+    if (op == reservoir::pal::Op::reserve) {
+      reservoir::clear_reservation_cache();
+      reservoir::trim_pools();
+    }
     reservoir::pal::testing::fail(op, skip, count, error);
   }
   ~FaultGuard() { reservoir::pal::testing::clear(); }

@@ -382,12 +382,12 @@ TEST_SUITE("arena") {
     reservoir::set_reservation_cache_limit(0);
     CHECK(reservoir::reservation_cache_size() == 0);
     {
-      Arena d(kMiB);
+      Arena d(3 * kMiB);  // above kLargestPoolSlot: small arenas go to the slot pools instead
     }
     CHECK(reservoir::reservation_cache_size() == 0);
     reservoir::set_reservation_cache_limit(16);
     {
-      Arena e(kMiB);
+      Arena e(3 * kMiB);
     }
     CHECK(reservoir::reservation_cache_size() == 1);
     reservoir::clear_reservation_cache();

@@ -360,6 +360,8 @@ TEST_SUITE("bench_smoke") {
         CHECK(res["data_bytes"].num == res["size"].num * 100 * 4.0);
         CHECK(res["seconds"].num > 0);
         CHECK(res["destroy_seconds"].num > 0);
+        CHECK(res["rebuild_seconds"].num > 0);
+        CHECK(res["redestroy_seconds"].num > 0);
         CHECK(res["vs_vector"].num > 0);
         ++many_cells;
       } else {

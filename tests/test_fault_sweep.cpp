@@ -57,17 +57,41 @@ struct SweepTotals {
   std::uint64_t runs = 0, injected = 0, failures_seen = 0, operations = 0;
 };
 
-// Runs `run` cleanly, then with every call of every OS operation failing once, in turn.
+// The state of the slot pools each run starts from: empty (every small arena carves a slot from
+// a chunk it reserves), or warm (free slots that kept some pages, more than the next arena's
+// commit granule or reservation takes, fewer, or none).
+enum class Pools { empty, warm };
+Pools g_pools = Pools::empty;
+
+void prepare_pools() {
+  reservoir::trim_pools();
+  if (g_pools == Pools::empty) return;
+  std::vector<Arena> parked;
+  for (std::size_t kib : {200, 80, 60, 12, 4, 900}) {
+    Arena& a = parked.emplace_back(kib * 1024);
+    a.grow(kib * 1024 / (parked.size() % 3 + 1));
+  }
+  parked.emplace_back(80 * 1024);  // a slot with nothing committed
+}
+
+// Runs `run` cleanly, then with every call of every OS operation failing once, in turn. Each run
+// starts from the same pool state (prepare_pools), so the calls counted are the calls made.
 template <class Run>
 SweepTotals sweep(const char* what, Run run) {
   reservoir::set_reservation_cache_limit(0);  // deterministic: every arena reserves afresh
   SweepTotals totals;
   for (pal::Op op : kOps) {
+    prepare_pools();
     const std::uint64_t before = pal::testing::calls(op);
     totals.operations += run();
     const std::uint64_t calls = pal::testing::calls(op) - before;
     for (std::uint64_t k = 0; k < calls; ++k) {
-      test::FaultGuard fault(op, k, 1);
+      prepare_pools();
+      // Armed by hand: test::FaultGuard would empty the pools that prepare_pools() warmed.
+      struct Disarm {
+        ~Disarm() { pal::testing::clear(); }
+      } disarm;
+      pal::testing::fail(op, k, 1, pal::testing::out_of_memory_error());
       CAPTURE(op_name(op));
       CAPTURE(k);
       totals.failures_seen += run();
@@ -435,6 +459,23 @@ TEST_SUITE("fault_sweep") {
       const SweepTotals t = sweep("DynArray<int>", [seed] { return dynarray_sequence<int>(seed); });
       CHECK(t.injected > 20);
     }
+  }
+
+  TEST_CASE("warm slot pools: every OS failure at every position loses nothing, leaks nothing") {
+    g_pools = Pools::warm;
+    for (std::uint32_t seed : {11u, 12u}) {
+      CAPTURE(seed);
+      Tracked::reset();
+      CHECK(sweep("warm pools DynArray<int>", [seed] {
+              return dynarray_sequence<int>(seed);
+            }).injected > 20);
+      CHECK(sweep("warm pools DynArray<Tracked>", [seed] {
+              return dynarray_sequence<Tracked>(seed);
+            }).injected > 20);
+      CHECK(Tracked::live() == 0);
+      CHECK(sweep("warm pools Arena", [seed] { return arena_sequence(seed); }).injected > 20);
+    }
+    g_pools = Pools::empty;
   }
 
   TEST_CASE("DynArray<Tracked>: every OS failure at every position loses nothing, leaks nothing") {

@@ -49,8 +49,9 @@ int wait_with_deadline(pid_t pid, std::chrono::steady_clock::time_point deadline
   }
 }
 
-// What a forked child does: arrays created, filled and destroyed, the cache emptied, all of it
-// through the locks and slots the parent's threads were using at the moment of the fork.
+// What a forked child does: arrays created, filled and destroyed, the cache and the slot pools
+// emptied, all of it through the locks and slots the parent's threads were using at the moment of
+// the fork (the max_elements arrays take pool slots).
 int use_arrays_after_fork() {
   for (int r = 0; r < 20; ++r) {
     DynArray<int> a;
@@ -61,6 +62,7 @@ int use_arrays_after_fork() {
     if (a[2999] != 2999 || b[0] != r) return 3;
   }
   reservoir::clear_reservation_cache();
+  reservoir::trim_pools();
   DynArray<int> c;
   c.push_back(1);
   return c[0] == 1 ? 0 : 4;
@@ -81,6 +83,7 @@ RESERVOIR_CHILD("process.fork_while_threads_churn") {
         DynArray<int> b(reservoir::max_elements(1 << 12));
         b.push_back(t);
         if (t == 0) reservoir::clear_reservation_cache();  // the shared list's lock and every slot
+        if (t == 1) reservoir::trim_pools();  // the slot pools' lock, and chunks released
       }
     });
   }

@@ -111,25 +111,45 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
     a.committed_ = committed;
     a.granule_units_ = static_cast<std::uint32_t>(l.granule / kUnit);
     a.max_step_granules_ = static_cast<std::uint16_t>(l.max_step / l.granule);
-    // At most a guard page (64 KiB) plus a huge page of alignment: 528 units, 10 bits.
+    // At most a guard page (64 KiB) plus a huge page of alignment: 528 units, 10 bits (a pool
+    // slot's offset is 0: its mapping belongs to the pool).
     const auto offset = static_cast<std::size_t>(base - static_cast<std::byte*>(mapping));
     a.offset_flags_ = static_cast<std::uint16_t>((offset / kUnit) << kFlagBits | flags_of(options));
     *error = {};
     return std::optional<Arena>(std::move(a));
   };
-  // 2. A parked reservation of the same layout and options costs no system call.
+  // 2. A small reservation takes a pool slot: its mapping is the pool's chunk. The slot has guard
+  //    pages of its own, at page alignment; huge pages do not matter (they start past
+  //    kHugePageThreshold, beyond any slot). Before the cache: a larger arena parked there may
+  //    have the same mapping size (Windows rounds to 64 KiB).
+  static_assert(kLargestPoolSlot < kHugePageThreshold);
+  if (options.reuse_reservation && l.usable <= kLargestPoolSlot) {
+    std::byte* base = nullptr;
+    std::size_t committed = 0;
+    std::error_code ec;
+    if (detail::take_slot(l.usable, l.granule, &base, &committed, &ec)) {
+      std::optional<Arena> a = made(base, base, l.usable, committed);
+      a->offset_flags_ |= kPooled;
+      return a;
+    }
+    if (ec) {  // the OS refused the pool's chunk (at its smallest size): out of address space
+      *error = ec;
+      return std::nullopt;
+    }
+  }
+  // 3. A parked reservation of the same layout and options costs no system call.
   if (options.reuse_reservation) {
     if (std::optional<detail::Parked> p = detail::take_parked(l.mapping, options)) {
       return made(p->mapping, p->base, p->reserved, p->committed);
     }
   }
-  // 3. Reserve address space only.
+  // 4. Reserve address space only.
   void* mapping = nullptr;
   if (std::error_code ec = detail::reserve_mapping(l.mapping, &mapping)) {
     *error = ec;
     return std::nullopt;
   }
-  // 4. Huge pages, if asked for, are advised by the first commit past kHugePageThreshold.
+  // 5. Huge pages, if asked for, are advised by the first commit past kHugePageThreshold.
   const auto start = reinterpret_cast<std::uintptr_t>(mapping) + l.guard;
   const std::uintptr_t aligned = (start + l.base_align - 1) / l.base_align * l.base_align;
   std::byte* const base =
@@ -198,7 +218,10 @@ void Arena::release_all() noexcept {
     detail::unpoison(base_, committed_);  // the next owner of these pages starts clean
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)
-    if (!park_in_cache()) detail::release_mapping(mapping(), mapping_size());
+    if (has(kPooled))
+      detail::return_slot(base_, reserved_, committed_);
+    else if (!park_in_cache())
+      detail::release_mapping(mapping(), mapping_size());
   }
   base_ = nullptr;
   size_ = committed_ = reserved_ = 0;

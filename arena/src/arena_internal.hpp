@@ -111,6 +111,20 @@ void memory_limit_unlock_after_fork() noexcept;
 // OS has no fork): then the cache stays off.
 bool register_fork_handlers() noexcept;
 
+// ---- slot_pool.cpp: small reservations carved from chunks, recycled with their pages -----------
+
+// A slot for an arena of `usable` bytes (a page multiple) whose commit granule is `granule`:
+// true with *base, and in *committed the prefix already committed (whole granules, at most
+// usable). False with *error clear if no class fits (the caller reserves a mapping of its own),
+// false with the OS's error if it refused the chunk the slot would come from.
+bool take_slot(std::size_t usable, std::size_t granule, std::byte** base, std::size_t* committed,
+               std::error_code* error) noexcept;
+// Gives back the slot of an arena of `usable` bytes with `committed` bytes committed.
+void return_slot(std::byte* base, std::size_t usable, std::size_t committed) noexcept;
+// fork(): the pools' lock held across it.
+void pool_lock_for_fork() noexcept;
+void pool_unlock_after_fork() noexcept;
+
 // ---- reservation_cache.cpp: destroyed arenas' reservations, parked for the next arena ---------
 
 struct Parked {

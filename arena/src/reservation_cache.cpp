@@ -257,17 +257,20 @@ std::vector<Parked> take_all() noexcept {
 
 }  // namespace
 
-// ---- fork: the cache's and the memory limit's locks are held across it -------------------------
+// ---- fork: the cache's, the pools' and the memory limit's locks are held across it
+// -------------------------
 
 namespace {
 
 void fork_prepare() {
   cache().mutex.lock();
+  pool_lock_for_fork();
   memory_limit_lock_for_fork();
 }
 
 void fork_parent() {
   memory_limit_unlock_after_fork();
+  pool_unlock_after_fork();
   cache().mutex.unlock();
 }
 
@@ -277,6 +280,7 @@ void fork_parent() {
 // are recounted from what is left, since claims made by vanished threads will never complete.
 void fork_child() {
   memory_limit_unlock_after_fork();
+  pool_unlock_after_fork();
   ReservationCache& c = cache();
   ThreadSlot* const mine = my_slot(false);
   for (ThreadSlot* s = c.slots; s;) {

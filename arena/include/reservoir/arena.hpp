@@ -141,6 +141,37 @@ void clear_reservation_cache() noexcept;
 // Reservations parked in the cache: every thread's slot plus the shared list.
 std::size_t reservation_cache_size() noexcept;
 
+// ---- the slot pools
+// ------------------------------------------------------------------------------
+//
+// An arena whose reservation is at most kLargestPoolSlot (with reuse_reservation; DynArray with
+// max_elements up to 256 Ki ints) takes a slot of a size class (16 KiB,
+// 64 KiB, 256 KiB, 1 MiB) carved from a large chunk: one OS mapping per chunk, not per arena, with
+// a never-committed guard page between slots, so guard pages and stable addresses hold as for any
+// arena. A destroyed arena's slot goes back to its pool keeping up to kPoolKeepPerSlot committed
+// while all parked slots together keep at most the resident limit; the next arena of the class
+// takes the most recently freed slot with those pages committed: no system call and no page fault
+// for its first pages. Like malloc, such pages are not zeroed: they hold what the previous arena
+// wrote (DynArray never reads an element it did not construct). An arena made with
+// reuse_reservation = false never takes a slot and starts with zeroed pages. Thread-safe; a
+// forked child finds the pools consistent.
+
+// The smallest slot class that holds the reservation; larger arenas reserve their own mapping.
+inline constexpr std::size_t kLargestPoolSlot = std::size_t{1} << 20;
+// The most a parked slot keeps committed.
+inline constexpr std::size_t kPoolKeepPerSlot = std::size_t{64} * 1024;
+// The default limit of committed memory in parked slots (all classes, all threads).
+inline constexpr std::size_t kDefaultPoolResidentLimit = std::size_t{64} << 20;
+// Sets the limit of committed bytes parked slots keep; slots returned beyond it are decommitted.
+// 0 parks every slot decommitted (its address space is still reused). Thread-safe.
+void set_pool_resident_limit(std::size_t bytes) noexcept;
+std::size_t pool_resident_limit() noexcept;
+// Committed bytes held by parked slots now.
+std::size_t pool_resident_bytes() noexcept;
+// Decommits every parked slot and releases every chunk none of whose slots is in use: RAM and
+// address space go back to the OS. Returns the bytes decommitted. Live arenas are untouched.
+std::size_t trim_pools() noexcept;
+
 // ---- the address-space budget -------------------------------------------------------------------
 //
 // Reserving is free in RAM but not in address space: 128 TiB (47-bit x86-64 and arm64) holds only
@@ -391,8 +422,9 @@ class Arena {
     kReuseReservation = 4,
     kHugePages = 8,
     kRespectMemoryLimit = 16,
+    kPooled = 32,  // the reservation is a pool slot (slot_pool.cpp), not a mapping of its own
   };
-  static constexpr unsigned kFlagBits = 5;
+  static constexpr unsigned kFlagBits = 6;
   static constexpr std::uint16_t kDefaultFlags =
       kGuardPages | kPrefault | kReuseReservation | kHugePages | kRespectMemoryLimit;
   static std::uint16_t flags_of(const ArenaOptions& o) noexcept;

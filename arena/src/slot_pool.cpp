@@ -1,0 +1,284 @@
+// The slot pools: reservations for small arenas carved from large chunks (one OS mapping per
+// chunk, not per arena), and the slots of destroyed arenas kept with their first pages still
+// committed, so that the next small arena costs no system call and no page fault.
+//
+// A chunk of class c is laid out as [guard][slot 0][guard][slot 1][guard]...[slot n-1][guard]:
+// every slot is c bytes, every guard one page that is never committed, so touching a byte just
+// before or after a slot faults exactly as an arena's own guard pages do. A slot's arena commits
+// and decommits inside its slot with the ordinary calls; only the chunk is reserved and released.
+//
+// Locking: one mutex guards every class. A take or a return is a few loads and stores under it;
+// the OS is called under it only to reserve a new chunk, to decommit what a returned slot keeps
+// beyond its share, and in trim_pools(). The fork handlers (reservation_cache.cpp) hold it across
+// fork(), so a child finds the pools consistent.
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "arena_internal.hpp"
+
+namespace reservoir {
+namespace detail {
+namespace {
+
+// Slot sizes, smallest first. An arena takes the smallest class that holds its reservation.
+constexpr std::size_t kClassBytes[] = {std::size_t{16} << 10, std::size_t{64} << 10,
+                                       std::size_t{256} << 10, std::size_t{1} << 20};
+constexpr std::size_t kClasses = std::size(kClassBytes);
+
+// A class's first chunk spans about 2 MiB, each later one twice the previous, up to 64 MiB: a
+// program with a few small arrays reserves little, one with many makes few mappings.
+constexpr std::size_t kFirstChunkBytes = std::size_t{2} << 20;
+constexpr std::size_t kMaxChunkBytes = std::size_t{64} << 20;
+constexpr std::size_t kMinChunkSlots = 4;
+
+struct Chunk {
+  std::byte* base;
+  std::size_t bytes;   // as reserved
+  std::size_t slots;   // how many fit
+  std::size_t carved;  // slots handed out at least once; the rest were never touched
+};
+
+struct FreeSlot {
+  std::byte* base;
+  std::size_t committed;  // committed prefix, still read-write (ASan: poisoned while parked)
+};
+
+struct SizeClass {
+  std::vector<Chunk> chunks;   // carving happens in the last one
+  std::vector<FreeSlot> free;  // LIFO: the most recently used slot is the warmest
+  std::size_t next_chunk_bytes = kFirstChunkBytes;
+};
+
+struct Pools {
+  std::mutex mutex;
+  SizeClass classes[kClasses];  // guarded by mutex
+  std::size_t resident = 0;     // committed bytes in free slots; by mutex
+  std::atomic<std::size_t> resident_limit{kDefaultPoolResidentLimit};
+  std::atomic<std::size_t> resident_seen{0};  // `resident` for readers without the lock
+  bool enabled = true;                        // false without fork handlers
+};
+
+Pools& pools() {
+  // Never destroyed: an arena in a static object may be destroyed after any function-local static.
+  static Pools* const p = [] {
+    auto* r = new Pools;
+    r->enabled = register_fork_handlers();
+    return r;
+  }();
+  return *p;
+}
+
+// Made before main, while no other thread can be inside the initializer when one forks.
+[[maybe_unused]] const bool g_made_before_main = (pools(), true);
+
+// The class for a reservation of `usable` bytes (a page multiple), or kClasses if none fits.
+std::size_t class_of(std::size_t usable) noexcept {
+  const std::size_t page = pal::page_size();
+  for (std::size_t i = 0; i < kClasses; ++i) {
+    if (kClassBytes[i] % page == 0 && usable <= kClassBytes[i]) return i;
+  }
+  return kClasses;
+}
+
+void poison([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t n) noexcept {
+#if defined(RESERVOIR_ARENA_ASAN)
+  ASAN_POISON_MEMORY_REGION(p, n);
+#endif
+}
+
+void note_resident(Pools& p) noexcept {
+  p.resident_seen.store(p.resident, std::memory_order_relaxed);
+}
+
+// Slots in all the class's chunks: the most the free list can ever hold.
+std::size_t slots_total(const SizeClass& sc) noexcept {
+  std::size_t n = 0;
+  for (const Chunk& c : sc.chunks)
+    n += c.slots;
+  return n;
+}
+
+// Reserves a chunk of about `target` bytes for the class. With the mutex held.
+std::error_code add_chunk(SizeClass& sc, std::size_t stride, std::size_t target) noexcept {
+  const std::size_t page = pal::page_size();
+  const std::size_t slots = std::max(kMinChunkSlots, (target - page) / stride);
+  std::size_t bytes = 0;
+  if (!round_up(page + slots * stride, pal::allocation_granularity(), &bytes)) {
+    return std::make_error_code(std::errc::value_too_large);
+  }
+  const std::size_t fit = (bytes - page) / stride;
+  try {
+    sc.chunks.reserve(sc.chunks.size() + 1);
+    sc.free.reserve(slots_total(sc) + fit);  // so that returning a slot never allocates
+  } catch (...) {
+    return std::make_error_code(std::errc::not_enough_memory);
+  }
+  void* mapping = nullptr;
+  if (std::error_code ec = reserve_mapping(bytes, &mapping)) return ec;
+  sc.chunks.push_back(Chunk{static_cast<std::byte*>(mapping), bytes, fit, 0});
+  return {};
+}
+
+// Carves a never-used slot (nothing committed), reserving a new chunk when the last one is full:
+// chunks grow geometrically; if the OS refuses a larger one, the smallest is tried once more.
+// With the mutex held. nullptr with the error if the OS refuses or the bookkeeping has no memory.
+std::byte* carve(SizeClass& sc, std::size_t slot_bytes, std::error_code* error) noexcept {
+  const std::size_t page = pal::page_size();
+  const std::size_t stride = slot_bytes + page;
+  if (sc.chunks.empty() || sc.chunks.back().carved == sc.chunks.back().slots) {
+    std::error_code ec = add_chunk(sc, stride, sc.next_chunk_bytes);
+    if (ec && sc.next_chunk_bytes > kFirstChunkBytes) {
+      sc.next_chunk_bytes = kFirstChunkBytes;
+      ec = add_chunk(sc, stride, sc.next_chunk_bytes);
+    }
+    if (ec) {
+      *error = ec;
+      return nullptr;
+    }
+    sc.next_chunk_bytes = std::min(kMaxChunkBytes, sc.next_chunk_bytes * 2);
+  }
+  Chunk& c = sc.chunks.back();
+  return c.base + page + c.carved++ * stride;
+}
+
+// Decommits [base + keep, base + committed); the committed prefix that is true afterwards (all
+// of it if the OS refused: the pages stay read-write, nothing is lost, and the count is honest).
+std::size_t decommit_beyond(std::byte* base, std::size_t keep, std::size_t committed) noexcept {
+  if (committed <= keep) return committed;
+  if (pal::decommit(base + keep, committed - keep)) return committed;
+  unpoison(base + keep, committed - keep);  // fresh pages for the next owner
+  return keep;
+}
+
+}  // namespace
+
+bool take_slot(std::size_t usable, std::size_t granule, std::byte** base, std::size_t* committed,
+               std::error_code* error) noexcept {
+  *error = {};
+  const std::size_t k = class_of(usable);
+  Pools& p = pools();
+  if (k == kClasses || !p.enabled) return false;
+  std::lock_guard lock(p.mutex);
+  SizeClass& sc = p.classes[k];
+  // 1. A free slot: its committed prefix, cut to whole granules of the new arena inside its
+  //    reservation. What lies beyond is decommitted so the arena's view is the truth; if the OS
+  //    refuses, the slot goes back and a fresh one is carved.
+  while (!sc.free.empty()) {
+    FreeSlot s = sc.free.back();
+    sc.free.pop_back();
+    p.resident -= s.committed;
+    const std::size_t fit = std::min(s.committed, usable) / granule * granule;
+    const std::size_t now = decommit_beyond(s.base, fit, s.committed);
+    if (now != fit) {
+      p.resident += s.committed;
+      sc.free.push_back(s);  // cannot allocate: it was just popped
+      break;
+    }
+    note_resident(p);
+    unpoison(s.base, fit);
+    *base = s.base;
+    *committed = fit;
+    return true;
+  }
+  note_resident(p);
+  // 2. A never-used slot.
+  std::byte* fresh = carve(sc, kClassBytes[k], error);
+  if (fresh == nullptr) return false;
+  *base = fresh;
+  *committed = 0;
+  return true;
+}
+
+void return_slot(std::byte* base, std::size_t usable, std::size_t committed) noexcept {
+  const std::size_t k = class_of(usable);
+  Pools& p = pools();
+  std::lock_guard lock(p.mutex);
+  // 1. Keep at most kPoolKeepPerSlot committed, and nothing once the resident limit is reached.
+  const std::size_t share =
+      std::min(committed, kPoolKeepPerSlot / pal::page_size() * pal::page_size());
+  const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
+  const std::size_t keep = p.resident + share <= limit ? share : 0;
+  const std::size_t now = decommit_beyond(base, keep, committed);
+  // 2. Park it: the free list has room for every slot carved (carve reserved it).
+  poison(base, now);
+  p.classes[k].free.push_back(FreeSlot{base, now});
+  p.resident += now;
+  note_resident(p);
+}
+
+void pool_lock_for_fork() noexcept {
+  pools().mutex.lock();
+}
+
+void pool_unlock_after_fork() noexcept {
+  pools().mutex.unlock();
+}
+
+}  // namespace detail
+
+void set_pool_resident_limit(std::size_t bytes) noexcept {
+  detail::pools().resident_limit.store(bytes, std::memory_order_relaxed);
+}
+
+std::size_t pool_resident_limit() noexcept {
+  return detail::pools().resident_limit.load(std::memory_order_relaxed);
+}
+
+std::size_t pool_resident_bytes() noexcept {
+  return detail::pools().resident_seen.load(std::memory_order_relaxed);
+}
+
+std::size_t trim_pools() noexcept {
+  using detail::kMax;
+  detail::Pools& p = detail::pools();
+  std::size_t released = 0;
+  std::lock_guard lock(p.mutex);
+  for (std::size_t k = 0; k < detail::kClasses; ++k) {
+    detail::SizeClass& sc = p.classes[k];
+    // 1. Every parked slot gives its pages back.
+    for (detail::FreeSlot& s : sc.free) {
+      const std::size_t now = detail::decommit_beyond(s.base, 0, s.committed);
+      p.resident -= s.committed - now;
+      released += s.committed - now;
+      s.committed = now;
+    }
+    // 2. A chunk none of whose slots is in use goes back to the OS. A slot is in use if it was
+    //    carved and is not in the free list; slots that kept pages (a refused decommit) keep
+    //    their chunk too.
+    std::sort(sc.free.begin(), sc.free.end(),
+              [](const detail::FreeSlot& a, const detail::FreeSlot& b) { return a.base < b.base; });
+    std::vector<detail::Chunk> kept;
+    try {
+      kept.reserve(sc.chunks.size());
+    } catch (...) {
+      continue;  // no memory to sort the chunks out: they stay, their pages are back already
+    }
+    const auto by_base = [](const detail::FreeSlot& f, const std::byte* b) { return f.base < b; };
+    for (const detail::Chunk& c : sc.chunks) {
+      const auto lo = std::lower_bound(sc.free.begin(), sc.free.end(), c.base, by_base);
+      const auto hi = std::lower_bound(lo, sc.free.end(), c.base + c.bytes, by_base);
+      const bool holds_pages =
+          std::any_of(lo, hi, [](const detail::FreeSlot& f) { return f.committed != 0; });
+      if (static_cast<std::size_t>(hi - lo) == c.carved && !holds_pages) {
+        detail::release_mapping(c.base, c.bytes);
+        for (auto it = lo; it != hi; ++it)
+          it->committed = kMax;  // removed below (the order by base stays intact)
+        continue;
+      }
+      kept.push_back(c);
+    }
+    sc.free.erase(std::remove_if(sc.free.begin(), sc.free.end(),
+                                 [](const detail::FreeSlot& f) { return f.committed == kMax; }),
+                  sc.free.end());
+    // Only the last chunk can have uncarved slots, and the order is kept, so carving goes on
+    // where it was (or reserves a new chunk). A class left with nothing starts small again.
+    sc.chunks.swap(kept);
+    if (sc.chunks.empty()) sc.next_chunk_bytes = detail::kFirstChunkBytes;
+  }
+  detail::note_resident(p);
+  return released;
+}
+
+}  // namespace reservoir

@@ -1,0 +1,275 @@
+// The slot pools: small arenas share chunks, recycle their slots with the first pages still
+// committed (no OS call on the recycled path), keep guard pages between slots, stay within the
+// resident limit, and give RAM and address space back on trim_pools().
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <reservoir/reservoir.hpp>
+
+#include "support.hpp"
+
+using reservoir::Arena;
+using reservoir::ArenaOptions;
+using reservoir::DynArray;
+namespace pal = reservoir::pal;
+
+namespace {
+
+constexpr pal::Op kOsOps[] = {pal::Op::reserve, pal::Op::commit, pal::Op::decommit,
+                              pal::Op::release, pal::Op::prefault};
+
+std::uint64_t os_calls() {
+  std::uint64_t n = 0;
+  for (pal::Op op : kOsOps)
+    n += pal::testing::calls(op);
+  return n;
+}
+
+// Every test starts and ends with empty pools and the default limit.
+struct FreshPools {
+  FreshPools() {
+    reservoir::set_pool_resident_limit(reservoir::kDefaultPoolResidentLimit);
+    reservoir::trim_pools();
+  }
+  ~FreshPools() {
+    reservoir::set_pool_resident_limit(reservoir::kDefaultPoolResidentLimit);
+    reservoir::trim_pools();
+  }
+};
+
+// One small array's life, as the many-arrays workloads live it.
+int churn_once(int seed) {
+  DynArray<int> a(reservoir::max_elements(128));
+  for (int i = 0; i < 100; ++i)
+    a.push_back(seed + i);
+  return a[99];
+}
+
+}  // namespace
+
+// ---- guard pages between slots: each access runs in a child that must die of it ---------------
+
+RESERVOIR_CHILD("pool.past_full_slot") {
+  reservoir::trim_pools();
+  Arena a(16 * 1024);  // exactly one 16 KiB slot
+  Arena b(16 * 1024);  // its neighbour, committed too: only the guard page lies between
+  a.grow(a.reserved());
+  b.grow(b.reserved());
+  test::expect_fault_here();
+  static_cast<volatile std::byte*>(a.base())[a.reserved()] = std::byte{1};
+  return 0;
+}
+
+RESERVOIR_CHILD("pool.below_slot") {
+  reservoir::trim_pools();
+  Arena a(16 * 1024);
+  Arena b(16 * 1024);
+  a.grow(a.reserved());
+  b.grow(b.reserved());
+  test::expect_fault_here();
+  static_cast<volatile std::byte*>(b.base())[-1] = std::byte{1};
+  return 0;
+}
+
+RESERVOIR_CHILD("pool.past_small_reservation") {
+  reservoir::trim_pools();
+  Arena a(pal::page_size());  // one page in a larger slot: the rest of the slot is never committed
+  a.grow(a.reserved());
+  test::expect_fault_here();
+  static_cast<volatile std::byte*>(a.base())[a.reserved()] = std::byte{1};
+  return 0;
+}
+
+TEST_SUITE("slot_pool") {
+  TEST_CASE("small arenas are carved from shared chunks, large ones reserve their own mapping") {
+    FreshPools fresh;
+    const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
+    // The smallest class that holds a page: 16 KiB, or 64 KiB where pages are 64 KiB.
+    const std::size_t page = pal::page_size();
+    const std::size_t slot = page <= 16 * 1024 ? 16 * 1024 : 64 * 1024;
+    {
+      std::vector<Arena> small;
+      for (int i = 0; i < 64; ++i)
+        small.emplace_back(4096);
+      // 64 slots: one chunk holds them all or nearly (the first spans about 2 MiB, at least 4).
+      CHECK(pal::testing::calls(pal::Op::reserve) - reserves <= (page <= 16 * 1024 ? 2 : 3));
+      std::set<std::byte*> bases;
+      for (const Arena& a : small) {
+        CHECK(a.reserved() >= 4096);
+        CHECK(a.reserved() <= slot);
+        bases.insert(a.base());
+      }
+      CHECK(bases.size() == small.size());
+      // Neighbours are one slot and one guard page apart.
+      std::size_t min_gap = SIZE_MAX;
+      for (auto it = bases.begin(), next = std::next(it); next != bases.end(); ++it, ++next)
+        min_gap = std::min<std::size_t>(min_gap, static_cast<std::size_t>(*next - *it));
+      CHECK(min_gap == slot + page);
+    }
+    const std::uint64_t before_big = pal::testing::calls(pal::Op::reserve);
+    reservoir::clear_reservation_cache();
+    Arena big(reservoir::kLargestPoolSlot + 1);
+    CHECK(pal::testing::calls(pal::Op::reserve) == before_big + 1);
+  }
+
+  TEST_CASE("a recycled small array costs no OS call: create, fill and destroy") {
+    FreshPools fresh;
+    CHECK(churn_once(0) == 99);  // warm: the slot is carved and its first page committed
+    const std::uint64_t before = os_calls();
+    long long sum = 0;
+    for (int i = 0; i < 1000; ++i)
+      sum += churn_once(i);
+    CHECK(os_calls() == before);
+    CHECK(sum == 1000LL * 99 + 999LL * 1000 / 2);
+    // Many alive at once, then all destroyed, then built again: the second round is free too.
+    std::vector<DynArray<int>> live;
+    for (int round = 0; round < 2; ++round) {
+      const std::uint64_t at_start = os_calls();
+      for (int i = 0; i < 1000; ++i) {
+        DynArray<int>& a = live.emplace_back(reservoir::max_elements(128));
+        for (int j = 0; j < 100; ++j)
+          a.push_back(i ^ j);
+      }
+      for (int i = 0; i < 1000; ++i)
+        REQUIRE(live[static_cast<std::size_t>(i)][7] == (i ^ 7));
+      live.clear();
+      if (round == 1) CHECK(os_calls() == at_start);
+    }
+  }
+
+  TEST_CASE("a recycled slot keeps its pages (like malloc); reuse_reservation = false is fresh") {
+    FreshPools fresh;
+    std::byte* first = nullptr;
+    {
+      Arena a(8192);
+      auto* p = static_cast<unsigned char*>(a.grow(100));
+      std::memset(p, 0xAB, 100);
+      first = a.base();
+    }
+    CHECK(reservoir::pool_resident_bytes() >= 4096);
+    {
+      Arena b(8192);  // the most recently freed slot of the class, its first page committed
+      CHECK(b.base() == first);
+      CHECK(b.committed() >= 4096);
+      CHECK(b.size() == 0);
+    }
+    ArenaOptions fresh_pages;
+    fresh_pages.reuse_reservation = false;
+    Arena c(8192, fresh_pages);
+    CHECK(c.base() != first);
+    const auto* q = static_cast<const unsigned char*>(c.grow(100));
+    for (int i = 0; i < 100; ++i)
+      REQUIRE(q[i] == 0);
+  }
+
+  TEST_CASE("parked slots keep at most the resident limit committed") {
+    FreshPools fresh;
+    reservoir::set_pool_resident_limit(0);
+    {
+      Arena a(8192);
+      a.grow(5000);
+    }
+    CHECK(reservoir::pool_resident_bytes() == 0);
+    {
+      Arena b(8192);  // the slot is reused, decommitted: nothing readable yet
+      CHECK(b.committed() == 0);
+      b.grow(10);
+    }
+    const std::size_t limit = 8 * pal::page_size();
+    reservoir::set_pool_resident_limit(limit);
+    {
+      std::vector<Arena> many;
+      for (int i = 0; i < 50; ++i) {
+        many.emplace_back(3 * pal::page_size());
+        many.back().grow(3 * pal::page_size());
+      }
+    }
+    CHECK(reservoir::pool_resident_bytes() > 0);
+    CHECK(reservoir::pool_resident_bytes() <= limit);
+    // A slot that grew past kPoolKeepPerSlot keeps only that much.
+    reservoir::set_pool_resident_limit(reservoir::kDefaultPoolResidentLimit);
+    reservoir::trim_pools();
+    {
+      Arena big(reservoir::kLargestPoolSlot);
+      big.grow(big.reserved());
+    }
+    CHECK(reservoir::pool_resident_bytes() ==
+          reservoir::kPoolKeepPerSlot / pal::page_size() * pal::page_size());
+  }
+
+  TEST_CASE("trim_pools gives the parked pages and the empty chunks back to the OS") {
+    FreshPools fresh;
+    constexpr int kArrays = 2000;  // 2000 x 16 KiB = 31 MiB, under the default resident limit
+    {
+      std::vector<DynArray<int>> live;
+      live.reserve(kArrays);
+      for (int i = 0; i < kArrays; ++i) {
+        DynArray<int>& a = live.emplace_back(reservoir::max_elements(4096));
+        for (int j = 0; j < 4096; ++j)
+          a.push_back(j);
+      }
+    }
+    const std::size_t parked = reservoir::pool_resident_bytes();
+    CHECK(parked >= std::size_t{kArrays} * 16 * 1024);
+    const std::size_t rss_before = pal::current_rss();
+    const std::uint64_t releases = pal::testing::calls(pal::Op::release);
+    CHECK(reservoir::trim_pools() == parked);
+    CHECK(reservoir::pool_resident_bytes() == 0);
+    CHECK(pal::testing::calls(pal::Op::release) > releases);  // the chunks went back
+    if (const char* why = test::rss_unmeasurable()) {
+      MESSAGE(why);
+    } else {
+      const std::size_t rss_after = pal::current_rss();
+      CAPTURE(rss_before);
+      CAPTURE(rss_after);
+      // The parked pages leave the resident set (allow a quarter for the rest of the process).
+      CHECK(rss_before - rss_after >= parked * 3 / 4);
+    }
+    // The pools work as before after a trim.
+    CHECK(churn_once(5) == 104);
+  }
+
+  TEST_CASE("threads create and destroy small arrays at once; every array keeps its elements") {
+    FreshPools fresh;
+    constexpr int kThreads = 4;
+    std::atomic<int> bad{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([t, &bad] {
+        std::vector<DynArray<int>> mine;
+        for (int round = 0; round < 200; ++round) {
+          mine.emplace_back(reservoir::max_elements(64 + round % 3 * 4000));
+          for (int j = 0; j < 60; ++j)
+            mine.back().push_back(t * 100000 + round * 100 + j);
+          if (round % 3 == 0) {
+            mine.erase(mine.begin());
+            if (t == 0) reservoir::trim_pools();
+          }
+          for (const DynArray<int>& a : mine) {
+            const int base = a[0] - a[0] % 100;
+            for (int j = 0; j < 60; ++j)
+              if (a[static_cast<std::size_t>(j)] != base + j) bad.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (std::thread& th : threads)
+      th.join();
+    CHECK(bad.load() == 0);
+  }
+
+  TEST_CASE("guard pages fault between slots, before a slot and past a small reservation") {
+    for (const char* name :
+         {"pool.past_full_slot", "pool.below_slot", "pool.past_small_reservation"}) {
+      CAPTURE(name);
+      test::ProcessResult r = test::run_child(name);
+      CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
+    }
+  }
+}
