@@ -103,7 +103,8 @@ std::uint64_t estimate_peak(rb::Container c, rb::Type t, std::uint64_t n, std::u
   return need >= kMax ? UINT64_MAX : static_cast<std::uint64_t>(need);
 }
 
-// Returns "" if the cell fits in memory, else the reason to skip it.
+// Returns "" if the cell can run here (its contender exists, its data fits in memory), else the
+// reason to skip it.
 std::string skip_reason(rb::Container c, rb::Type t, std::uint64_t n, std::uint64_t granule) {
   if (c == rb::Container::floor_huge) {
     if (!pal::transparent_huge_pages()) return "skipped: no transparent huge pages here";
