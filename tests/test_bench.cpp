@@ -246,6 +246,7 @@ TEST_SUITE("bench_smoke") {
     std::set<std::string> concurrent_containers;         // 3, or 4 with tbb::concurrent_vector
     std::map<std::string, std::string> mixed_checksums;  // type -> the final contents' checksum
     int mixed_cells = 0;
+    int mixed_cells_above_idle = 0;
     int many_cells = 0;
     int huge_floor_skipped = 0;
     for (const auto& res : doc["results"].arr) {
@@ -257,7 +258,10 @@ TEST_SUITE("bench_smoke") {
         REQUIRE(res["status"].str == "ok");
         CHECK(res["iterations"].num == 20);
         CHECK(res["seconds"].num > 0);
-        CHECK(res["peak_bytes"].num > 0);
+        // The peak above an idle child's: 20 iterations of a small type can stay within the
+        // idle child's own noise (seen under Wine: 0), so only some cells must rise above it.
+        CHECK(res["peak_bytes"].num >= 0);
+        if (res["peak_bytes"].num > 0) ++mixed_cells_above_idle;
         double per_action = 0, actions = 0;
         for (const auto& [k, v] : res["actions"].obj) {
           per_action += v["seconds"].num;
@@ -397,6 +401,7 @@ TEST_SUITE("bench_smoke") {
           static_cast<std::size_t>(3 * 7 * 3 * 2 + nc + 2 + 3 + 4 * 3));
     CHECK(threaded_cells == nc * 2 + 2 * 2);  // x 2 thread counts
     CHECK(mixed_cells == 3 * 5);              // 3 containers x 5 types
+    CHECK(mixed_cells_above_idle > 0);
     CHECK(r.output.find("Mixed workload") != std::string::npos);
     // Every table reaches every file, the mixed one included: CSV rows and a Markdown section.
     auto slurp = [](const std::string& path) {
