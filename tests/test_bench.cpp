@@ -182,7 +182,8 @@ TEST_SUITE("bench_smoke") {
     rb::ProcessResult r;
     // A 1 GiB reservation: Wine keeps one byte per reserved page, so the default 64 GiB costs
     // 16 MiB of RSS there (not on Windows itself); the band below is about the data. Every
-    // element type (the quick tour runs int only).
+    // element type (the quick tour runs int only). A cell may take minutes in a debug or
+    // sanitizer build on a machine busy with other suites: a budget of 300 s, not the default 60.
     const std::vector<std::string> args = {"--sizes",
                                            "1e3,1e6",
                                            "--types",
@@ -197,6 +198,8 @@ TEST_SUITE("bench_smoke") {
                                            "20",
                                            "--many-arrays",
                                            "100",
+                                           "--cell-budget",
+                                           "300",
                                            "--json",
                                            json_file,
                                            "--markdown",
