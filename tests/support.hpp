@@ -51,6 +51,8 @@ inline constexpr bool kThreadSanitizer = false;
 
 namespace test {
 
+inline constexpr std::size_t kMiB = std::size_t{1} << 20;
+
 // A child process's end and output (the bench's platform code runs the children).
 using reservoir::bench::ProcessResult;
 

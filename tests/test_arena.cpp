@@ -26,7 +26,7 @@ namespace pal = reservoir::pal;
 
 namespace {
 
-constexpr std::size_t kMiB = std::size_t{1} << 20;
+using test::kMiB;
 
 std::size_t round_up(std::size_t v, std::size_t unit) {
   return (v + unit - 1) / unit * unit;

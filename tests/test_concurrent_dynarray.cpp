@@ -108,6 +108,9 @@ void check_empty_unreserved(A& a) {
 }
 
 // Element types that take the container's code at its word (as in tests/conformance/hostile.cpp).
+// In a namespace of their own: Comma's deleted operator, is a template of the enclosing namespace,
+// which test_dynarray.cpp's Comma declares too when a unity build compiles both files as one.
+namespace concurrent_hostile {
 struct Amp {
   int v = 0;
   Amp() = default;
@@ -126,6 +129,7 @@ struct MayThrow {  // a constructor that may throw: built aside, then moved in
   MayThrow() = default;
   explicit MayThrow(int x) noexcept(false) : v(x) {}
 };
+}  // namespace concurrent_hostile
 
 // Every member of ConcurrentDynArray<T>, from one thread.
 template <class T>
@@ -1130,9 +1134,9 @@ TEST_SUITE("concurrent") {
   }
 
   TEST_CASE("hostile element types: every member compiles and behaves") {
-    every_member<Amp>();
-    every_member<Comma>();
-    every_member<MayThrow>();
+    every_member<concurrent_hostile::Amp>();
+    every_member<concurrent_hostile::Comma>();
+    every_member<concurrent_hostile::MayThrow>();
   }
 
   TEST_CASE("a 16 MiB element is appended without a copy on the stack") {

@@ -17,7 +17,7 @@ namespace pal = reservoir::pal;
 
 namespace {
 
-constexpr std::size_t kMiB = std::size_t{1} << 20;
+using test::kMiB;
 
 // Reserves, and releases at scope exit.
 struct Reservation {
