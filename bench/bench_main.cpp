@@ -119,6 +119,12 @@ int main(int argc, char** argv) {
   app.add_option("--many-arrays", cfg.many_arrays, "Many-arrays table: arrays alive at once")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000}));
+  std::string batch_elements = "2e6";
+  app.add_option("--batch-elements", batch_elements,
+                 "Throughput cells smaller than half this repeat their build until about this many "
+                 "elements are appended, latency cells until a twentieth of it (a smoke run can "
+                 "make it small)")
+      ->capture_default_str();
   app.add_option("--json", cfg.json, "Write results as JSON (ns, bytes) to FILE");
   app.add_option("--csv", cfg.csv, "Write results as CSV to FILE");
   app.add_option("--markdown", cfg.markdown, "Write results as Markdown to FILE");
@@ -127,6 +133,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     cfg.sizes = rb::parse_count_list(sizes);
     cfg.mixed.iterations = rb::parse_count_list(mixed_iterations);
+    try {
+      cfg.batch_elements = rb::parse_count(batch_elements);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--batch-elements: ") + e.what());
+    }
     cfg.mixed.types.clear();
     for (std::string_view rest = mixed_types; !rest.empty();) {
       const auto comma = rest.find(',');

@@ -18,7 +18,8 @@ void run_latency(const Config& cfg, std::vector<Result>& out) {
         } else {
           progress.show(fmt::format("latency: {} {} {}", r.type, rb::format_count(n), r.container));
           // Small arrays: many builds, so the histogram has enough appends to mean something.
-          const std::uint64_t batch = n >= 100'000 ? 1 : 100'000 / n;
+          const std::uint64_t elements = std::max<std::uint64_t>(1, cfg.batch_elements / 20);
+          const std::uint64_t batch = n >= elements ? 1 : elements / n;
           auto f = run_cell(cfg, "latency", r.container, r.type, n, batch, &r.status);
           if (r.status == "ok") {
             for (const auto& [k, v] : f) {

@@ -34,7 +34,8 @@ void run_throughput(const Config& cfg, std::vector<Result>& out) {
           if (r.status != "ok") continue;
           progress.show(fmt::format("throughput: {} {} rep {}/{} {}", r.type, rb::format_count(n),
                                     rep + 1, cfg.reps, r.container));
-          auto f = run_cell(cfg, "throughput", r.container, r.type, n, batch_for(n), &r.status);
+          auto f = run_cell(cfg, "throughput", r.container, r.type, n,
+                            batch_for(n, cfg.batch_elements), &r.status);
           if (r.status != "ok") continue;
           r.samples.push_back(std::stod(f["seconds"]));
           r.huge_page_bytes = std::max<std::uint64_t>(r.huge_page_bytes, std::stoull(f["huge"]));

@@ -44,6 +44,9 @@ struct Config {
   std::vector<std::uint64_t> threads = {1, 2, 4};  // the concurrent table; empty: skip it
   rb::mixed::TableOptions mixed;                   // the mixed table
   std::uint64_t many_arrays = 10'000;              // the many-arrays table: arrays alive at once
+  // Throughput and latency cells of fewer elements repeat their build until about this many
+  // elements are appended (throughput) or a tenth of it (latency): enough for a stable time.
+  std::uint64_t batch_elements = 2'000'000;
   std::string json, csv, markdown;
   bool quiet = false;
   double cell_budget = 60;  // seconds one child may run before it is killed
@@ -124,8 +127,9 @@ std::string skip_reason(rb::Container c, rb::Type t, std::uint64_t n, std::uint6
 // The median peak memory of three idle children.
 std::uint64_t idle_peak(const Config& cfg);
 
-// How many builds one throughput/latency child does, so tiny sizes are timed over >= ~2 ms.
-std::uint64_t batch_for(std::uint64_t n);
+// How many builds one throughput child of n elements does: enough for about `elements` appends
+// (Config::batch_elements), so that tiny sizes are timed over milliseconds.
+std::uint64_t batch_for(std::uint64_t n, std::uint64_t elements);
 
 // The child side: `--child TABLE ...` (see tour_child.cpp).
 int child_main(int argc, char** argv);

@@ -149,8 +149,8 @@ void summarize(Result& r, std::uint64_t n) {
       r.samples.size() > 1 && r.seconds_min > 0 && r.seconds_max / r.seconds_min > kUnstableSpread;
 }
 
-std::uint64_t batch_for(std::uint64_t n) {
-  return n >= 1'000'000 ? 1 : 2'000'000 / n + 1;
+std::uint64_t batch_for(std::uint64_t n, std::uint64_t elements) {
+  return n >= elements / 2 ? 1 : elements / n + 1;
 }
 
 const Result* find(const std::vector<Result>& rs, const std::string& table, const std::string& c,

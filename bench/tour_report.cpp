@@ -203,6 +203,7 @@ Context make_context(const Config& cfg, std::uint64_t idle) {
   }
   add("unstable_spread", fmt::format("{:g}", kUnstableSpread));
   add("cell_budget_seconds", fmt::format("{:g}", cfg.cell_budget));
+  add("batch_elements", fmt::format("{}", cfg.batch_elements));
   return ctx;
 }
 
