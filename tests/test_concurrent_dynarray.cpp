@@ -29,7 +29,26 @@ namespace pal = reservoir::pal;
 
 namespace {
 constexpr int kWriters = 4;
-constexpr std::uint64_t kPerWriter = 250'000;
+
+// How much stress work a test does: far less under valgrind (which serialises threads and runs
+// the concurrent suite in CI) and TSan (which slows every access), the full amount otherwise.
+std::uint64_t stress_scale(std::uint64_t full) {
+  if (test::under_valgrind()) return (std::max<std::uint64_t>)(full / 50, 1);
+  if (kThreadSanitizer) return (std::max<std::uint64_t>)(full / 5, 1);
+  return full;
+}
+// As stress_scale, but the full amount under TSan too: for loops that TSan runs in reasonable
+// time, where the count only multiplies the interleavings tried. Under valgrind, which runs one
+// thread at a time, more of the same interleavings buy nothing but minutes.
+std::uint64_t valgrind_scale(std::uint64_t full) {
+  return test::under_valgrind() ? (std::max<std::uint64_t>)(full / 50, 1) : full;
+}
+
+// Appends per writer in the tests with 4 writers and 2 readers.
+std::uint64_t per_writer() {
+  return valgrind_scale(250'000);
+}
+
 // Never 0, so an unconstructed (zero) slot can be told from a real one.
 std::uint64_t encode(std::uint64_t thread, std::uint64_t seq) {
   return ((thread + 1) << 32) | seq;
@@ -195,14 +214,6 @@ struct Slow {
   bool whole() const noexcept { return seal == kSeal && check == ~value && value != 0; }
 };
 
-// How much stress work a test does: far less under valgrind (which serialises threads and runs
-// the concurrent suite in CI) and TSan (which slows every access), the full amount otherwise.
-std::uint64_t stress_scale(std::uint64_t full) {
-  if (test::under_valgrind()) return (std::max<std::uint64_t>)(full / 50, 1);
-  if (kThreadSanitizer) return (std::max<std::uint64_t>)(full / 5, 1);
-  return full;
-}
-
 }  // namespace
 
 TEST_SUITE("concurrent") {
@@ -225,7 +236,8 @@ TEST_SUITE("concurrent") {
 
   TEST_CASE(
       "4 writers x 250k appends while 2 readers scan: every value exactly once, no torn read") {
-    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * kPerWriter)};
+    const std::uint64_t each = per_writer();
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * each)};
     const std::uint64_t* const base = a.data();
     std::atomic<bool> done{false};
     std::atomic<std::uint64_t> bad_reads{0}, scans{0};
@@ -238,7 +250,7 @@ TEST_SUITE("concurrent") {
           if (n < last) bad_reads++;  // size() never decreases
           last = n;
           for (std::uint64_t v : a.published()) {
-            if (v == 0 || (v >> 32) > kWriters || (v & 0xffffffff) >= kPerWriter) bad_reads++;
+            if (v == 0 || (v >> 32) > kWriters || (v & 0xffffffff) >= each) bad_reads++;
           }
           scans++;
         }
@@ -246,8 +258,8 @@ TEST_SUITE("concurrent") {
     }
     std::vector<std::thread> writers;
     for (int t = 0; t < kWriters; ++t) {
-      writers.emplace_back([&a, t] {
-        for (std::uint64_t s = 0; s < kPerWriter; ++s)
+      writers.emplace_back([&a, t, each] {
+        for (std::uint64_t s = 0; s < each; ++s)
           a.push_back(encode(t, s));
       });
     }
@@ -258,7 +270,7 @@ TEST_SUITE("concurrent") {
       r.join();
     CHECK(bad_reads == 0);
     CHECK(scans > 0);
-    REQUIRE(a.size() == kWriters * kPerWriter);
+    REQUIRE(a.size() == kWriters * each);
     CHECK(a.data() == base);  // nothing moved
     // Every value exactly once, and each writer's values in its own order.
     std::vector<std::uint64_t> next(kWriters, 0);
@@ -269,21 +281,24 @@ TEST_SUITE("concurrent") {
       ++next[t];
     }
     for (auto n : next)
-      CHECK(n == kPerWriter);
+      CHECK(n == each);
   }
 
   TEST_CASE(
       "refused commits under contention: errors to their threads, published elements intact") {
     reservoir::ArenaOptions o;
     o.commit_granule = o.max_commit_step = pal::page_size();  // many commits
-    ConcurrentDynArray<std::uint64_t> a(reservoir::max_elements(kWriters * 20'000), o);
+    // Enough pages for the refusals to end (about 2 commits a page: the elements' and the
+    // marks'), fewer under valgrind.
+    const std::uint64_t each = test::under_valgrind() ? 5'000 : 20'000;
+    ConcurrentDynArray<std::uint64_t> a(reservoir::max_elements(kWriters * each), o);
     std::atomic<std::uint64_t> added{0}, refused{0};
     {
       test::FaultGuard fault(pal::Op::commit, 10, 25);  // the 11th..35th commits fail
       std::vector<std::thread> writers;
       for (int t = 0; t < kWriters; ++t) {
         writers.emplace_back([&, t] {
-          for (std::uint64_t s = 0; s < 20'000; ++s) {
+          for (std::uint64_t s = 0; s < each; ++s) {
             if (s % 2) {
               if (a.try_emplace_back(encode(t, s)))
                 added++;
@@ -435,8 +450,8 @@ TEST_SUITE("concurrent") {
   }
 
   TEST_CASE("4 writers appending blocks of 1..64 with throwing copies while readers scan") {
-    constexpr std::uint64_t kBlocks = 4000;
-    ConcurrentDynArray<Picky> a{reservoir::max_elements(kWriters * kBlocks * 64)};
+    const std::uint64_t blocks = valgrind_scale(4000);
+    ConcurrentDynArray<Picky> a{reservoir::max_elements(kWriters * blocks * 64)};
     std::atomic<bool> done{false};
     std::atomic<std::uint64_t> bad_reads{0}, added{0}, thrown{0};
     std::thread reader([&] {
@@ -450,7 +465,7 @@ TEST_SUITE("concurrent") {
       writers.emplace_back([&, t] {
         std::uint64_t seq = 1;
         std::vector<Picky> block;
-        for (std::uint64_t b = 0; b < kBlocks; ++b) {
+        for (std::uint64_t b = 0; b < blocks; ++b) {
           block.clear();
           const std::uint64_t n = 1 + (b * 37 + static_cast<std::uint64_t>(t)) % 64;
           for (std::uint64_t k = 0; k < n; ++k) {
@@ -489,15 +504,15 @@ TEST_SUITE("concurrent") {
   TEST_CASE("once every writer has returned from its last append, a reader sees all of it") {
     // No publish point is needed: no thread holds claimed slots between calls, so after the last
     // append of every writer returns, size() is the total (without joining the writers).
+    const std::uint64_t each = valgrind_scale(5000);
     for (int round = 0; round < 20; ++round) {
-      constexpr std::uint64_t kEach = 5000;
-      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * kEach * 2)};
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * each * 2)};
       std::atomic<int> finished{0};
       std::atomic<bool> release{false};
       std::vector<std::thread> writers;
       for (int t = 0; t < kWriters; ++t) {
         writers.emplace_back([&, t] {
-          for (std::uint64_t s = 0; s < kEach; ++s) {
+          for (std::uint64_t s = 0; s < each; ++s) {
             if (s % 3 == 0) {
               const std::uint64_t pair[2] = {encode(t, s), encode(t, s) | (1ull << 31)};
               a.append_range(pair);
@@ -512,7 +527,7 @@ TEST_SUITE("concurrent") {
       }
       while (finished.load(std::memory_order_acquire) < kWriters)
         std::this_thread::yield();
-      const std::uint64_t expected = kWriters * (kEach + (kEach + 2) / 3);
+      const std::uint64_t expected = kWriters * (each + (each + 2) / 3);
       CHECK(a.size() == expected);
       std::uint64_t zeros = 0;
       for (std::uint64_t v : a.published())
@@ -527,10 +542,10 @@ TEST_SUITE("concurrent") {
   TEST_CASE("4 writers race blocks to a reservation limit: the last blocks fit exactly, no hole") {
     // 4 threads append blocks of 1..16 until the array refuses: every refused block claims
     // nothing, so the array ends full or with fewer free slots than the smallest refused block.
-    constexpr std::size_t kMax = 50'000;
-    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kMax)};
+    const std::size_t limit = valgrind_scale(50'000);
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(limit)};
     std::atomic<std::uint64_t> added{0};
-    std::atomic<std::size_t> smallest_refused{kMax};
+    std::atomic<std::size_t> smallest_refused{limit};
     std::vector<std::thread> writers;
     for (int t = 0; t < kWriters; ++t) {
       writers.emplace_back([&, t] {
@@ -557,7 +572,7 @@ TEST_SUITE("concurrent") {
     for (auto& w : writers)
       w.join();
     CHECK(a.size() == added);
-    CHECK(a.size() == kMax);  // threads stop only when a 1-element block is refused
+    CHECK(a.size() == limit);  // threads stop only when a 1-element block is refused
     CHECK(smallest_refused == 1);
     require_no_hole_no_duplicate(a);
   }
@@ -719,7 +734,8 @@ TEST_SUITE("concurrent") {
   }
 
   TEST_CASE("4 Writers and 2 readers: every value once, no torn read, each writer in order") {
-    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * kPerWriter)};
+    const std::uint64_t each = per_writer();
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * each)};
     std::atomic<bool> done{false};
     std::atomic<std::uint64_t> bad_reads{0}, scans{0};
     std::vector<std::thread> readers;
@@ -731,7 +747,7 @@ TEST_SUITE("concurrent") {
           if (n < last) bad_reads++;
           last = n;
           for (std::uint64_t v : a.published()) {
-            if (v == 0 || (v >> 32) > kWriters || (v & 0xffffffff) >= kPerWriter) bad_reads++;
+            if (v == 0 || (v >> 32) > kWriters || (v & 0xffffffff) >= each) bad_reads++;
           }
           scans++;
         }
@@ -739,11 +755,11 @@ TEST_SUITE("concurrent") {
     }
     std::vector<std::thread> writers;
     for (int t = 0; t < kWriters; ++t) {
-      writers.emplace_back([&a, t] {
+      writers.emplace_back([&a, t, each] {
         auto w = a.writer();
-        for (std::uint64_t s = 0; s < kPerWriter; ++s) {
+        for (std::uint64_t s = 0; s < each; ++s) {
           w.push_back(encode(t, s));
-          if (s % 10'007 == 0) w.flush();  // some short blocks too
+          if (s % (each / 25 + 7) == 0) w.flush();  // some short blocks too
         }
       });  // the writer's destructor publishes the rest
     }
@@ -754,7 +770,7 @@ TEST_SUITE("concurrent") {
       r.join();
     CHECK(bad_reads == 0);
     CHECK(scans > 0);
-    REQUIRE(a.size() == kWriters * kPerWriter);
+    REQUIRE(a.size() == kWriters * each);
     std::vector<std::uint64_t> next(kWriters, 0);
     for (std::uint64_t v : a.published()) {
       const std::uint64_t t = (v >> 32) - 1, s = v & 0xffffffff;
@@ -766,9 +782,10 @@ TEST_SUITE("concurrent") {
 
   TEST_CASE(
       "once every Writer has flushed, a reader sees all of it; a stopped one hides only its own") {
+    // At least 737: writer t of round r appends each - (r * 37 + t * 11).
+    const std::uint64_t each = test::under_valgrind() ? 1000 : 5000;
     for (int round = 0; round < 20; ++round) {
-      constexpr std::uint64_t kEach = 5000;
-      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * kEach * 2)};
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kWriters * each * 2)};
       std::atomic<int> finished{0};
       std::atomic<bool> release{false};
       std::vector<std::thread> writers;
@@ -778,7 +795,7 @@ TEST_SUITE("concurrent") {
       for (int t = 0; t < kWriters; ++t) {
         writers.emplace_back([&, t] {
           auto w = a.writer();
-          const std::uint64_t n = kEach - static_cast<std::uint64_t>(round * 37 + t * 11);
+          const std::uint64_t n = each - static_cast<std::uint64_t>(round * 37 + t * 11);
           for (std::uint64_t s = 0; s < n; ++s) {
             if (s % 3 == 0)
               a.push_back(encode(t, s));  // the array's own appends mixed in
@@ -800,7 +817,7 @@ TEST_SUITE("concurrent") {
         std::this_thread::yield();
       std::uint64_t expected = 0;
       for (int t = 0; t < kWriters; ++t)
-        expected += kEach - static_cast<std::uint64_t>(round * 37 + t * 11);
+        expected += each - static_cast<std::uint64_t>(round * 37 + t * 11);
       CHECK(hidden == 5);
       CHECK(a.size() == expected);
       std::uint64_t zeros = 0;
@@ -826,10 +843,11 @@ TEST_SUITE("concurrent") {
         for (std::uint64_t v : a.published())
           if (v == 0) bad_reads++;
     });
+    const std::uint64_t longest = valgrind_scale(3000);
     for (int wave = 0; wave < 25; ++wave) {
       std::vector<std::thread> writers;
       for (int t = 0; t < kWriters; ++t) {
-        const std::uint64_t n = 1 + (static_cast<std::uint64_t>(wave) * 977 + 131 * t) % 3000;
+        const std::uint64_t n = 1 + (static_cast<std::uint64_t>(wave) * 977 + 131 * t) % longest;
         total += n;
         writers.emplace_back([&a, t, wave, n] {
           auto w = a.writer();
@@ -848,9 +866,9 @@ TEST_SUITE("concurrent") {
   }
 
   TEST_CASE("4 Writers race to the reservation limit: the array ends exactly full, no hole") {
-    constexpr std::size_t kMax = 100'003;  // not a multiple of any block
+    const std::size_t limit = valgrind_scale(100'000) + 3;  // not a multiple of any block
     for (int round = 0; round < 5; ++round) {
-      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kMax)};
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(limit)};
       std::atomic<std::uint64_t> accepted{0}, left_over{0};
       std::vector<std::thread> writers;
       for (int t = 0; t < kWriters; ++t) {
@@ -870,7 +888,7 @@ TEST_SUITE("concurrent") {
       }
       for (auto& w : writers)
         w.join();
-      CHECK(a.size() == kMax);
+      CHECK(a.size() == limit);
       CHECK(a.size() + left_over == accepted);
       require_no_hole_no_duplicate(a);
     }
@@ -879,7 +897,10 @@ TEST_SUITE("concurrent") {
   TEST_CASE("refused commits under contention with Writers: nothing lost, no hole") {
     reservoir::ArenaOptions o;
     o.commit_granule = o.max_commit_step = pal::page_size();  // many commits
-    ConcurrentDynArray<std::uint64_t> a(reservoir::max_elements(kWriters * 20'000), o);
+    // Enough pages for the refusals to end (about 2 commits a page: the elements' and the
+    // marks'), fewer under valgrind.
+    const std::uint64_t each = test::under_valgrind() ? 5'000 : 20'000;
+    ConcurrentDynArray<std::uint64_t> a(reservoir::max_elements(kWriters * each), o);
     std::atomic<std::uint64_t> added{0}, refused{0};
     {
       test::FaultGuard fault(pal::Op::commit, 10, 25);  // the 11th..35th commits fail
@@ -887,7 +908,7 @@ TEST_SUITE("concurrent") {
       for (int t = 0; t < kWriters; ++t) {
         writers.emplace_back([&, t] {
           auto w = a.writer();
-          for (std::uint64_t s = 0; s < 20'000; ++s) {
+          for (std::uint64_t s = 0; s < each; ++s) {
             try {
               w.push_back(encode(t, s));
               added++;
@@ -975,9 +996,9 @@ TEST_SUITE("concurrent") {
   TEST_CASE("ending solo mode while the owner keeps appending: every value once, in order") {
     // The owner appends alone, then three more threads start at a different point each round;
     // readers check the published prefix all along.
+    const std::uint64_t owner_count = valgrind_scale(60'000), others_count = owner_count / 3;
     for (std::uint64_t round = 0; round < 12; ++round) {
-      constexpr std::uint64_t kOwner = 60'000, kOthers = 20'000;
-      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(kOwner + 3 * kOthers)};
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(owner_count + 3 * others_count)};
       std::atomic<bool> done{false};
       std::atomic<std::uint64_t> bad{0};
       std::thread reader([&] {
@@ -987,10 +1008,11 @@ TEST_SUITE("concurrent") {
         }
       });
       std::thread owner([&] {
-        for (std::uint64_t k = 0; k < kOwner; ++k)
+        for (std::uint64_t k = 0; k < owner_count; ++k)
           a.push_back(encode(0, k));
       });
-      const std::uint64_t start = round * 3000;  // 0 (at once) .. 33,000 owner elements
+      // 0 (at once) .. 55% of the owner's elements
+      const std::uint64_t start = round * (owner_count / 20);
       while (a.size() < start)
         std::this_thread::yield();
       std::vector<std::thread> others;
@@ -998,10 +1020,10 @@ TEST_SUITE("concurrent") {
         others.emplace_back([&, t] {
           if (t == 3) {
             auto w = a.writer();
-            for (std::uint64_t k = 0; k < kOthers; ++k)
+            for (std::uint64_t k = 0; k < others_count; ++k)
               w.push_back(encode(t, k));
           } else {
-            for (std::uint64_t k = 0; k < kOthers; ++k)
+            for (std::uint64_t k = 0; k < others_count; ++k)
               a.push_back(encode(t, k));
           }
         });
@@ -1012,7 +1034,7 @@ TEST_SUITE("concurrent") {
       done = true;
       reader.join();
       CHECK(bad.load() == 0);
-      REQUIRE(a.size() == kOwner + 3 * kOthers);
+      REQUIRE(a.size() == owner_count + 3 * others_count);
       require_no_hole_no_duplicate(a);
       std::vector<std::uint64_t> next(4, 0);  // each thread's values appear in its own order
       for (std::uint64_t v : a.published()) {

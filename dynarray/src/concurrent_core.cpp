@@ -70,12 +70,15 @@ inline void cpu_pause() noexcept {
 #endif
 }
 
-// Pauses after a lost claim: the first wait, and the longest (a wait doubles after each loss).
-// About 25 ns a pause on current x86 (10-140 cycles depending on the CPU), so from about 1 us to
-// 100 us: long enough for the winner to append hundreds of elements with the counter's line to
-// itself, short next to a scheduler's time slice.
+// Pauses after a lost claim: the first wait, and the longest spun (a wait doubles after each
+// loss). About 25 ns a pause on current x86 (10-140 cycles depending on the CPU), so from about
+// 1 us to 25 us: long enough for the winner to append hundreds of elements with the counter's
+// line to itself. A thread that loses again after the longest spin yields its CPU instead of
+// spinning on: the winners are running (each loss means one claimed), and where threads outnumber
+// the cores, or a tool runs one thread at a time (valgrind), the CPU it would spin on is one they
+// need. With the CPU to itself, a yield returns at once, and the next loss yields again.
 constexpr unsigned kFirstBackoff = 64;
-constexpr unsigned kMaxBackoff = 4096;
+constexpr unsigned kMaxSpin = 1024;
 
 }  // namespace
 
@@ -161,10 +164,14 @@ ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, s
         if (claimed_count != nullptr) *claimed_count = k;
         return i;
       }
-      for (unsigned spin = 0; spin < spins; ++spin)
-        cpu_pause();
-      spins = (std::min)(spins * 2, kMaxBackoff);
-      i = claimed_.load(std::memory_order_relaxed);  // fresh after the pause
+      if (spins > kMaxSpin) {
+        pal::yield_thread();
+      } else {
+        for (unsigned spin = 0; spin < spins; ++spin)
+          cpu_pause();
+        spins *= 2;
+      }
+      i = claimed_.load(std::memory_order_relaxed);  // fresh after the wait
     }
     commit_slots(element_size, i, k);  // throws, or capacity_ >= i + k (or another thread did it)
   }

@@ -230,8 +230,8 @@ class ConcurrentCore {
 
   // Claims with one CAS (see claim()), committing more memory first if needed. A lost CAS means
   // another thread is appending right now: it backs off (spinning, from about a microsecond up
-  // to about a hundred), so that the winner goes on appending with the counter's cache line in
-  // its own cache rather than the two trading the line for every element.
+  // to about 25, then yielding the CPU), so that the winner goes on appending with the counter's
+  // cache line in its own cache rather than the two trading the line for every element.
   size_type claim_shared(size_type element_size, size_type n, bool partial,
                          size_type* claimed_count);
   // Commits memory for slots [i, i + n): once, whichever thread gets here first.
