@@ -62,7 +62,9 @@
 //     ownership with one CAS. The first append (or attempt: a full array too) from another
 //     thread ends solo mode for good: that thread issues one process-wide memory barrier (Linux
 //     membarrier, tens of microseconds) and waits for a claim or publish of the owner that is in
-//     progress (a few instructions, or one commit step), never for a construction. That wait is
+//     progress (a few instructions, or one commit step), never for a construction that runs
+//     code of the user's (an element that is a trivial copy, such as an int, is stored inside
+//     the owner's append: a few instructions more, or a page fault). That wait is
 //     the one place where an append depends on another thread being scheduled: a real-time
 //     thread that preempts the owner on the owner's CPU, or a child forked while the owner was in
 //     a claim or publish, would wait for good. If the OS refuses the barrier, that append throws
@@ -164,6 +166,13 @@ class ConcurrentDynArray {
   // claims nothing.
   template <class... Args>
   size_type emplace_back(Args&&... args) {
+    if constexpr (std::is_trivially_constructible_v<T, Args...>) {
+      // A plain copy: in solo mode, one section claims, constructs and publishes.
+      const size_type end = core_.append_solo([&](size_type k) noexcept {
+        std::construct_at(slots() + k, std::forward<Args>(args)...);
+      });
+      if (end != 0) return end - 1;
+    }
     if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
       const size_type i = claim();  // may throw: nothing claimed
       std::construct_at(slots() + i, std::forward<Args>(args)...);

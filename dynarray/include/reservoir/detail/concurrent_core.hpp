@@ -108,6 +108,35 @@ class ConcurrentCore {
     return section.solo() ? claim_solo(element_size, n, partial, claimed_count)
                           : claim_shared(element_size, n, partial, claimed_count);
   }
+  // The owner's whole append of one slot in solo mode, claim and publish in one section, for an
+  // element whose construction runs none of the user's code (a trivial copy: it cannot throw,
+  // append nor wait). Calls construct(i) for the next slot i and returns i + 1; returns 0 having
+  // done nothing when this is not that case: not solo mode or not its owner, an append of the
+  // owner's in progress (this one is nested in its construction), or no committed slot left. The
+  // caller then appends the general way (claim(), construct, publish()).
+  template <class Construct>
+  size_type append_solo(Construct&& construct) noexcept {
+    if (mode_.load(std::memory_order_relaxed) != kSolo ||
+        owner_.load(std::memory_order_relaxed) != thread_token())
+      return 0;
+    // As Section's enter_as_owner: announced, then mode_ checked again (end_solo's barrier).
+    const unsigned depth = solo_depth_.load(std::memory_order_relaxed);
+    solo_depth_.store(depth + 1, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    size_type end = 0;
+    const size_type i = claimed_.load(std::memory_order_relaxed);
+    if (mode_.load(std::memory_order_relaxed) == kSolo &&
+        i < capacity_.load(std::memory_order_relaxed) &&
+        published_.load(std::memory_order_relaxed) == i) {
+      construct(i);
+      claimed_.store(i + 1, std::memory_order_relaxed);
+      published_.store(i + 1, std::memory_order_release);  // as publish_solo: nothing follows i
+      end = i + 1;
+    }
+    solo_depth_.store(depth, std::memory_order_release);
+    return end;
+  }
+
   // As claim(element_size), but std::nullopt instead of throwing.
   std::optional<size_type> try_claim(size_type element_size) noexcept;
 
@@ -133,7 +162,8 @@ class ConcurrentCore {
   // orders the owner's accesses as a full fence would have), waits until no solo claim or publish
   // is in progress, and sets kShared for good. Either the owner sees kRevoking and goes on the
   // shared way, or the other thread sees its claim or publish in progress and waits for it: never
-  // both at once. Constructions are outside these sections, so nobody waits for one.
+  // both at once. Constructions are outside these sections, so nobody waits for one, but for a
+  // trivial copy (append_solo), which runs no code of the user's.
   enum : unsigned char { kSolo, kRevoking, kShared };
 
   // One claim or one publish: solo or shared, decided when it starts.
