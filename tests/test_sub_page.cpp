@@ -218,7 +218,7 @@ TEST_SUITE("sub_page") {
     CHECK(os_calls() == warm);
   }
 
-  TEST_CASE("a recycled slot keeps its bytes (like malloc); fresh runs and reuse = false are zero") {
+  TEST_CASE("a recycled slot keeps its bytes (like malloc); fresh runs, reuse = false: zeros") {
     FreshPools fresh;
     std::byte* first = nullptr;
     {
@@ -337,6 +337,7 @@ TEST_SUITE("sub_page") {
           if (round % 3 == 0) mine.erase(mine.begin() + round % static_cast<int>(mine.size()));
           if (t == 0 && round % 100 == 0) reservoir::trim_pools();
           if (t == 1 && round % 500 == 0) reservoir::set_pool_resident_limit(round % 1000 ? 0 : 1);
+          if (round % 50 != 49) continue;
           for (const DynArray<int>& b : mine) {
             const int base = b[0];
             for (int j = 0; j < 16; ++j)
