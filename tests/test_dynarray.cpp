@@ -416,8 +416,9 @@ TEST_SUITE("dynarray") {
                       std::length_error);
     }
     {
+      // Past a sub-page slot (whose run, refused, would fall back to a page-granular slot).
       test::FaultGuard fault(pal::Op::reserve);
-      CHECK_THROWS_AS((void)DynArray<int>(reservoir::max_elements(10)), std::bad_alloc);
+      CHECK_THROWS_AS((void)DynArray<int>(reservoir::max_elements(4096)), std::bad_alloc);
     }
     {
       test::FaultGuard fault(pal::Op::reserve, 0, 1000);  // every fallback refused too

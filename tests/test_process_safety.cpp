@@ -51,7 +51,7 @@ int wait_with_deadline(pid_t pid, std::chrono::steady_clock::time_point deadline
 
 // What a forked child does: arrays created, filled and destroyed, the cache and the slot pools
 // emptied, all of it through the locks and slots the parent's threads were using at the moment of
-// the fork (the max_elements arrays take pool slots).
+// the fork (the max_elements arrays take pool slots and sub-page slots).
 int use_arrays_after_fork() {
   for (int r = 0; r < 20; ++r) {
     DynArray<int> a;
@@ -59,7 +59,9 @@ int use_arrays_after_fork() {
       a.push_back(i);
     DynArray<int> b(reservoir::max_elements(1 << 16));
     b.push_back(r);
-    if (a[2999] != 2999 || b[0] != r) return 3;
+    DynArray<int> tiny(reservoir::max_elements(100));  // a sub-page slot
+    tiny.push_back(r);
+    if (a[2999] != 2999 || b[0] != r || tiny[0] != r) return 3;
   }
   reservoir::clear_reservation_cache();
   reservoir::trim_pools();
@@ -82,6 +84,8 @@ RESERVOIR_CHILD("process.fork_while_threads_churn") {
           a.push_back(i);
         DynArray<int> b(reservoir::max_elements(1 << 12));
         b.push_back(t);
+        DynArray<int> tiny(reservoir::max_elements(64 << t));  // sub-page slots of two classes
+        tiny.push_back(t);
         if (t == 0) reservoir::clear_reservation_cache();  // the shared list's lock and every slot
         if (t == 1) reservoir::trim_pools();  // the slot pools' lock, and chunks released
       }

@@ -118,7 +118,22 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
     *error = {};
     return std::optional<Arena>(std::move(a));
   };
-  // 2. A small reservation takes a pool slot: its mapping is the pool's chunk. The slot has guard
+  // 2. A tiny reservation takes a sub-page slot, all of it committed, with no guard pages
+  //    (ArenaOptions::sub_page_slot). If no run can be made, it goes on as any small arena.
+  if (options.reuse_reservation && options.sub_page_slot && max_bytes <= kLargestSubPageSlot) {
+    std::byte* base = nullptr;
+    std::size_t slot_bytes = 0;
+    if (detail::take_sub_slot(max_bytes, options.respect_memory_limit, &base, &slot_bytes)) {
+      ArenaOptions in_force = options;
+      in_force.guard_pages = false;
+      std::optional<Arena> a = made(base, base, slot_bytes, slot_bytes);
+      a->offset_flags_ = static_cast<std::uint16_t>(flags_of(in_force) | kPooled);
+      return a;
+    }
+  }
+  // Every other arena reports sub_page_slot = false (options()); parked ones match on that.
+  options.sub_page_slot = false;
+  // 3. A small reservation takes a pool slot: its mapping is the pool's chunk. The slot has guard
   //    pages of its own, at page alignment; huge pages do not matter (they start past
   //    kHugePageThreshold, beyond any slot). Before the cache: a larger arena parked there may
   //    have the same mapping size (Windows rounds to 64 KiB).
@@ -137,19 +152,19 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
       return std::nullopt;
     }
   }
-  // 3. A parked reservation of the same layout and options costs no system call.
+  // 4. A parked reservation of the same layout and options costs no system call.
   if (options.reuse_reservation) {
     if (std::optional<detail::Parked> p = detail::take_parked(l.mapping, options)) {
       return made(p->mapping, p->base, p->reserved, p->committed);
     }
   }
-  // 4. Reserve address space only.
+  // 5. Reserve address space only.
   void* mapping = nullptr;
   if (std::error_code ec = detail::reserve_mapping(l.mapping, &mapping)) {
     *error = ec;
     return std::nullopt;
   }
-  // 5. Huge pages, if asked for, are advised by the first commit past kHugePageThreshold.
+  // 6. Huge pages, if asked for, are advised by the first commit past kHugePageThreshold.
   const auto start = reinterpret_cast<std::uintptr_t>(mapping) + l.guard;
   const std::uintptr_t aligned = (start + l.base_align - 1) / l.base_align * l.base_align;
   std::byte* const base =
@@ -175,6 +190,7 @@ ArenaOptions Arena::options() const noexcept {
   o.reuse_reservation = has(kReuseReservation);
   o.huge_pages = has(kHugePages);
   o.respect_memory_limit = has(kRespectMemoryLimit);
+  o.sub_page_slot = base_ == nullptr || sub_page();  // the empty state reports the defaults
   return o;
 }
 
@@ -218,7 +234,9 @@ void Arena::release_all() noexcept {
     detail::unpoison(base_, committed_);  // the next owner of these pages starts clean
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)
-    if (has(kPooled))
+    if (sub_page())
+      detail::return_sub_slot(base_, reserved_);
+    else if (has(kPooled))
       detail::return_slot(base_, reserved_, committed_);
     else if (!park_in_cache())
       detail::release_mapping(mapping(), mapping_size());

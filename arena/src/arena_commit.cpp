@@ -273,8 +273,8 @@ std::error_code Arena::reset() noexcept {
 
 std::error_code Arena::trim(std::size_t keep_bytes) noexcept {
   // Decommit inward: keep every first-granule-sized step that holds a live byte. An empty arena
-  // has nothing committed.
-  if (committed_ == 0) return {};
+  // has nothing committed; a sub-page slot shares its pages and keeps them.
+  if (committed_ == 0 || sub_page()) return {};
   std::size_t target = committed_;
   if (std::size_t r; round_up(std::max(size_, keep_bytes), granule(), &r) && r < committed_) {
     target = r;

@@ -121,6 +121,14 @@ bool take_slot(std::size_t usable, std::size_t granule, std::byte** base, std::s
                std::error_code* error) noexcept;
 // Gives back the slot of an arena of `usable` bytes with `committed` bytes committed.
 void return_slot(std::byte* base, std::size_t usable, std::size_t committed) noexcept;
+// A sub-page slot for an arena of `bytes` (at most kLargestSubPageSlot): true with *base and the
+// slot's size in *slot_bytes (all of it committed and readable). False if a new run was needed
+// and could not be made (the OS refused, or with `charge` the memory limit did): the caller
+// makes the arena page-granular instead. Nothing is left changed by a false.
+bool take_sub_slot(std::size_t bytes, bool charge, std::byte** base,
+                   std::size_t* slot_bytes) noexcept;
+// Gives back a sub-page slot of `slot_bytes` (as take_sub_slot said).
+void return_sub_slot(std::byte* base, std::size_t slot_bytes) noexcept;
 // fork(): the pools' lock held across it.
 void pool_lock_for_fork() noexcept;
 void pool_unlock_after_fork() noexcept;

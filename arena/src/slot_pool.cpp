@@ -7,6 +7,13 @@
 // before or after a slot faults exactly as an arena's own guard pages do. A slot's arena commits
 // and decommits inside its slot with the ordinary calls; only the chunk is reserved and released.
 //
+// Arenas of at most kLargestSubPageSlot bytes take a sub-page slot instead: runs of 64 KiB,
+// committed and populated at once, split into equal slots of one class ([slot 0][slot 1]...;
+// with AddressSanitizer [red zone][slot 0][red zone][slot 1]...[red zone], every red zone and
+// every free slot poisoned). Such a slot is committed for its whole life, so its arena never
+// calls the OS; a run goes back to the OS once none of its slots is in use, on trim_pools() or
+// when the pools hold more than the resident limit.
+//
 // Locking: one mutex guards every class. A take or a return is a few loads and stores under it;
 // the OS is called under it only to reserve a new chunk, to decommit what a returned slot keeps
 // beyond its share, and in trim_pools(). The fork handlers (reservation_cache.cpp) hold it across
@@ -51,10 +58,42 @@ struct SizeClass {
   std::size_t next_chunk_bytes = kFirstChunkBytes;
 };
 
+// ---- sub-page classes
+constexpr std::size_t kSubClassBytes[] = {256, 512, 1024, 2048};
+constexpr std::size_t kSubClasses = std::size(kSubClassBytes);
+static_assert(kSubClassBytes[kSubClasses - 1] == kLargestSubPageSlot);
+static_assert(kSubClassBytes[0] % kSubPageSlotAlignment == 0);
+
+// A run spans this much (or a page, or the allocation granularity, if larger).
+constexpr std::size_t kRunBytes = std::size_t{64} << 10;
+
+// Poisoned bytes before every slot and after the last one, so that an overrun of a slot whose
+// neighbour is in use is still reported. A multiple of kSubPageSlotAlignment: slots stay aligned.
+#if defined(RESERVOIR_ARENA_ASAN)
+constexpr std::size_t kRedZone = kSubPageSlotAlignment;
+#else
+constexpr std::size_t kRedZone = 0;
+#endif
+
+struct Run {
+  std::byte* base;
+  std::size_t bytes;   // as reserved, all committed
+  std::size_t in_use;  // slots live arenas hold
+};
+
+struct SubClass {
+  std::vector<Run> runs;         // ordered by base
+  std::vector<std::byte*> free;  // LIFO; room for every slot of every run (so returns never fail)
+  std::size_t slots = 0;         // in all runs
+  std::byte* cursor = nullptr;   // the next never-used slot of the run being carved
+  std::byte* end = nullptr;      // that run's end
+};
+
 struct Pools {
   std::mutex mutex;
   SizeClass classes[kClasses];  // guarded by mutex
-  std::size_t resident = 0;     // committed bytes in free slots; by mutex
+  SubClass sub[kSubClasses];    // guarded by mutex
+  std::size_t resident = 0;     // committed bytes in free slots, sub-page slots too; by mutex
   std::atomic<std::size_t> resident_limit{kDefaultPoolResidentLimit};
   std::atomic<std::size_t> resident_seen{0};  // `resident` for readers without the lock
   bool enabled = true;                        // false without fork handlers
@@ -152,7 +191,147 @@ std::size_t decommit_beyond(std::byte* base, std::size_t keep, std::size_t commi
   return keep;
 }
 
+// ---- sub-page runs (with the mutex held) ----
+
+std::size_t sub_class_of(std::size_t bytes) noexcept {
+  std::size_t k = 0;
+  while (k + 1 < kSubClasses && kSubClassBytes[k] < bytes)
+    ++k;
+  return k;
+}
+
+std::size_t run_slots(const Run& r, std::size_t stride) noexcept {
+  return (r.bytes - kRedZone) / stride;
+}
+
+// The run that holds `slot`.
+Run& run_of(SubClass& sc, const std::byte* slot) noexcept {
+  auto it = std::upper_bound(sc.runs.begin(), sc.runs.end(), slot,
+                             [](const std::byte* s, const Run& r) { return s < r.base; });
+  return *(it - 1);
+}
+
+// Reserves, commits and populates a run and makes it the one slots are carved from; false (and
+// nothing changed) if the OS, the memory limit (with `charge`) or the bookkeeping refuses.
+bool add_run(Pools& p, SubClass& sc, std::size_t stride, bool charge) noexcept {
+  std::size_t bytes = 0;
+  if (!round_up(std::max(kRunBytes, pal::page_size()), pal::allocation_granularity(), &bytes)) {
+    return false;
+  }
+  const std::size_t slots = (bytes - kRedZone) / stride;
+  try {
+    sc.runs.reserve(sc.runs.size() + 1);
+    sc.free.reserve(sc.slots + slots);
+  } catch (...) {
+    return false;
+  }
+  void* mapping = nullptr;
+  if (reserve_mapping(bytes, &mapping)) return false;
+  auto* base = static_cast<std::byte*>(mapping);
+  std::size_t charged = 0;
+  bool ok = !charge || !charge_step(bytes, bytes, &charged);
+  if (ok && pal::commit(base, bytes)) ok = false;
+  if (ok) {
+    // Backed now, as a commit step is (arena_commit.cpp): one populate call, then a store per
+    // page, where the host's fault lands on a VM that takes free pages back.
+    const std::error_code ec = pal::prefault(base, bytes);
+    ok = !ec || ec == std::errc::not_supported;
+  }
+  if (!ok) {
+    memory_limit_refund(charged);
+    release_mapping(mapping, bytes);
+    return false;
+  }
+  constexpr std::size_t kTouchStride = 4096;
+  auto* first = static_cast<volatile unsigned char*>(mapping);
+  for (std::size_t off = 0; off < bytes; off += kTouchStride)
+    first[off] = 0;
+  memory_limit_settle(charged);
+  poison(base, bytes);
+  const Run run{base, bytes, 0};
+  sc.runs.insert(std::upper_bound(sc.runs.begin(), sc.runs.end(), run,
+                                  [](const Run& a, const Run& b) { return a.base < b.base; }),
+                 run);  // cannot allocate: reserved above
+  sc.slots += slots;
+  sc.cursor = base + kRedZone;
+  sc.end = base + bytes;
+  p.resident += slots * stride;
+  return true;
+}
+
+// Releases the runs no live arena holds a slot of (all of them, or with `only` just that one),
+// taking their slots out of the free list. Returns the bytes released.
+std::size_t release_idle_runs(Pools& p, SubClass& sc, std::size_t stride,
+                              const Run* only = nullptr) noexcept {
+  const auto idle = [only](const Run& r) {
+    return r.in_use == 0 && (only == nullptr || &r == only);
+  };
+  sc.free.erase(std::remove_if(sc.free.begin(), sc.free.end(),
+                               [&](std::byte* s) { return idle(run_of(sc, s)); }),
+                sc.free.end());
+  std::size_t released = 0;
+  for (const Run& r : sc.runs) {
+    if (!idle(r)) continue;
+    if (sc.cursor != nullptr && sc.cursor >= r.base && sc.cursor < r.base + r.bytes) {
+      sc.cursor = sc.end = nullptr;  // the next take starts a new run
+    }
+    const std::size_t slots = run_slots(r, stride);
+    sc.slots -= slots;
+    p.resident -= slots * stride;
+    released += r.bytes;
+    unpoison(r.base, r.bytes);  // the next mapping here starts clean
+    release_mapping(r.base, r.bytes);
+  }
+  sc.runs.erase(std::remove_if(sc.runs.begin(), sc.runs.end(), idle), sc.runs.end());
+  return released;
+}
+
 }  // namespace
+
+bool take_sub_slot(std::size_t bytes, bool charge, std::byte** base,
+                   std::size_t* slot_bytes) noexcept {
+  Pools& p = pools();
+  if (!p.enabled) return false;
+  const std::size_t k = sub_class_of(bytes);
+  const std::size_t size = kSubClassBytes[k];
+  const std::size_t stride = size + kRedZone;
+  std::lock_guard lock(p.mutex);
+  SubClass& sc = p.sub[k];
+  std::byte* slot = nullptr;
+  if (!sc.free.empty()) {
+    slot = sc.free.back();
+    sc.free.pop_back();
+  } else {
+    if (sc.cursor == nullptr || static_cast<std::size_t>(sc.end - sc.cursor) < stride) {
+      if (!add_run(p, sc, stride, charge)) return false;
+    }
+    slot = sc.cursor;
+    sc.cursor += stride;
+  }
+  ++run_of(sc, slot).in_use;
+  p.resident -= stride;
+  note_resident(p);
+  unpoison(slot, size);
+  *base = slot;
+  *slot_bytes = size;
+  return true;
+}
+
+void return_sub_slot(std::byte* base, std::size_t slot_bytes) noexcept {
+  const std::size_t k = sub_class_of(slot_bytes);
+  const std::size_t stride = slot_bytes + kRedZone;
+  Pools& p = pools();
+  std::lock_guard lock(p.mutex);
+  SubClass& sc = p.sub[k];
+  poison(base, slot_bytes);
+  sc.free.push_back(base);  // cannot allocate: add_run reserved room for every slot
+  p.resident += stride;
+  Run& r = run_of(sc, base);
+  if (--r.in_use == 0 && p.resident > p.resident_limit.load(std::memory_order_relaxed)) {
+    release_idle_runs(p, sc, stride, &r);
+  }
+  note_resident(p);
+}
 
 bool take_slot(std::size_t usable, std::size_t granule, std::byte** base, std::size_t* committed,
                std::error_code* error) noexcept {
@@ -276,6 +455,10 @@ std::size_t trim_pools() noexcept {
     // where it was (or reserves a new chunk). A class left with nothing starts small again.
     sc.chunks.swap(kept);
     if (sc.chunks.empty()) sc.next_chunk_bytes = detail::kFirstChunkBytes;
+  }
+  for (std::size_t k = 0; k < detail::kSubClasses; ++k) {
+    released +=
+        detail::release_idle_runs(p, p.sub[k], detail::kSubClassBytes[k] + detail::kRedZone);
   }
   detail::note_resident(p);
   return released;

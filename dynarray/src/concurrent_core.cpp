@@ -28,6 +28,13 @@ ArenaOptions fresh(ArenaOptions o) noexcept {
   return o;
 }
 
+// The data arena is page-granular: its commits are published to readers step by step, and its
+// element alignment may exceed a sub-page slot's.
+ArenaOptions page_granular(ArenaOptions o) noexcept {
+  o.sub_page_slot = false;
+  return o;
+}
+
 // The bytes to reserve for max_size slots whose first is aligned to `alignment`.
 std::size_t data_bytes(std::size_t max_size, std::size_t element_size, std::size_t alignment) {
   if (max_size == 0) throw std::invalid_argument("reservoir::ConcurrentDynArray: max_size 0");
@@ -84,7 +91,7 @@ constexpr unsigned kMaxSpin = 1024;
 
 ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_type alignment,
                                ArenaOptions options)
-    : data_arena_(data_bytes(max_size, element_size, alignment), options),
+    : data_arena_(data_bytes(max_size, element_size, alignment), page_granular(options)),
       ready_arena_(max_size, fresh(options)),
       max_size_(max_size) {
   ready_ = reinterpret_cast<unsigned char*>(ready_arena_.base());

@@ -122,6 +122,15 @@ struct ArenaOptions {
   // Docker, Kubernetes) or one set by set_memory_limit(). See memory_limit_headroom().
   bool respect_memory_limit = true;
 
+  // With reuse_reservation, an arena of at most kLargestSubPageSlot bytes (DynArray: up to 512
+  // ints) takes a sub-page slot: a slot of 256 B, 512 B, 1 KiB or 2 KiB inside pages that are
+  // shared with other small arenas and already committed, so making one costs no system call
+  // and, most of the time, no page fault (see the sub-page slots below). Such an arena has no
+  // guard pages: a byte just past its reservation belongs to a neighbour (AddressSanitizer
+  // builds still catch the overrun). false keeps it page-granular, with guard pages on both
+  // sides as guard_pages says. options() reports true only for an arena in a sub-page slot.
+  bool sub_page_slot = true;
+
   bool operator==(const ArenaOptions&) const = default;
 };
 
@@ -145,8 +154,9 @@ std::size_t reservation_cache_size() noexcept;
 // ------------------------------------------------------------------------------
 //
 // An arena whose reservation is at most kLargestPoolSlot (with reuse_reservation; DynArray with
-// max_elements up to 256 Ki ints) takes a slot of a size class (16 KiB,
-// 64 KiB, 256 KiB, 1 MiB) carved from a large chunk: one OS mapping per chunk, not per arena, with
+// max_elements up to 256 Ki ints), and too large for a sub-page slot (or made with
+// sub_page_slot = false), takes a page-granular slot of a size class (16 KiB, 64 KiB, 256 KiB,
+// 1 MiB) carved from a large chunk: one OS mapping per chunk, not per arena, with
 // a never-committed guard page between slots, so guard pages and stable addresses hold as for any
 // arena. A destroyed arena's slot goes back to its pool keeping up to kPoolKeepPerSlot committed
 // while all parked slots together keep at most the resident limit; the next arena of the class
@@ -168,9 +178,39 @@ void set_pool_resident_limit(std::size_t bytes) noexcept;
 std::size_t pool_resident_limit() noexcept;
 // Committed bytes held by parked slots now.
 std::size_t pool_resident_bytes() noexcept;
-// Decommits every parked slot and releases every chunk none of whose slots is in use: RAM and
-// address space go back to the OS. Returns the bytes decommitted. Live arenas are untouched.
+// Decommits every parked slot and releases every chunk (and every sub-page run) none of whose
+// slots is in use: RAM and address space go back to the OS. Returns the bytes decommitted or
+// released. Live arenas are untouched.
 std::size_t trim_pools() noexcept;
+
+// ---- sub-page slots ----------------------------------------------------------------------------
+//
+// An arena of at most kLargestSubPageSlot bytes (with reuse_reservation and sub_page_slot, the
+// defaults) takes a slot of the smallest class that holds it (256 B, 512 B, 1 KiB, 2 KiB) from
+// a run: 64 KiB of address space reserved, committed and populated at once, split into equal
+// slots of one class. Its reserved() is the slot size (a DynArray's max_size() is still what it
+// asked for), and all of it is committed from the start: commit(), trim(), shrink() and reset()
+// change nothing (shrink_to_fit keeps the memory), and nothing can be refused after
+// construction. Its base() is aligned to kSubPageSlotAlignment (not to a page).
+//
+// What such an arena gives up: there are no guard pages between slots, so a stray write just
+// past the end or before the base lands in a neighbour's slot instead of faulting. In
+// AddressSanitizer builds free slots are poisoned and every slot is followed by a poisoned red
+// zone, so an overrun is reported there; elsewhere use sub_page_slot = false where an overrun
+// must fault. A destroyed arena's slot goes back to its class's free list (the next arena takes
+// the most recently freed one; its bytes are not zeroed: they hold what the previous arena
+// wrote, as with malloc; fresh runs read as zeros). Slots that no live arena holds count in
+// pool_resident_bytes(); when a slot is returned while that exceeds the resident limit and its
+// run has no slot in use any more, the run goes back to the OS, as trim_pools() does with every
+// such run. A run is charged against the memory limit (respect_memory_limit) when it is
+// populated; if it cannot be made (the OS or the limit refuses), the arena is made
+// page-granular instead and reports any refusal as before. Thread-safe, fork-safe.
+
+// The largest arena that takes a sub-page slot.
+inline constexpr std::size_t kLargestSubPageSlot = 2048;
+// The alignment of a sub-page slot's base (DynArray keeps element types aligned beyond it
+// page-granular).
+inline constexpr std::size_t kSubPageSlotAlignment = 64;
 
 // ---- the address-space budget -------------------------------------------------------------------
 //
@@ -430,6 +470,8 @@ class Arena {
   static std::uint16_t flags_of(const ArenaOptions& o) noexcept;
 
   bool has(Flag f) const noexcept { return (offset_flags_ & f) != 0; }
+  // A sub-page slot: pooled, and smaller than any page (page slots are whole pages).
+  bool sub_page() const noexcept { return has(kPooled) && reserved_ < kUnit; }
   std::size_t granule() const noexcept { return std::size_t{granule_units_} * kUnit; }
   std::size_t max_step() const noexcept { return granule() * max_step_granules_; }
   // The reservation as pal::reserve made it: [guard][alignment padding][usable...][guard].

@@ -102,7 +102,7 @@ class DynArray {
   // address space is std::length_error (before any OS call); a refused reservation is
   // OsAllocationError (a std::bad_alloc).
   explicit DynArray(max_elements limit, ArenaOptions options = {})
-      : arena_(checked_bytes(limit.count), options),
+      : arena_(checked_bytes(limit.count), slot_options(options)),
         end_(first_element()),
         cap_(end_),
         max_size_(limit.count) {
@@ -538,6 +538,12 @@ class DynArray {
   }
 
  private:
+  // A sub-page slot is aligned to kSubPageSlotAlignment only: more strictly aligned elements
+  // keep a page-granular reservation.
+  static ArenaOptions slot_options(ArenaOptions options) noexcept {
+    if constexpr (alignof(T) > kSubPageSlotAlignment) options.sub_page_slot = false;
+    return options;
+  }
   static size_type checked_bytes(size_type max_size) {
     constexpr size_type kSlack = detail::kAlignmentSlack<T>;
     if (max_size > ((std::numeric_limits<size_type>::max)() - kSlack) / sizeof(T)) {
