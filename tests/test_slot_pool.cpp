@@ -12,6 +12,7 @@
 
 #include <reservoir/reservoir.hpp>
 
+#include "pool_support.hpp"
 #include "support.hpp"
 
 using reservoir::Arena;
@@ -21,27 +22,8 @@ namespace pal = reservoir::pal;
 
 namespace {
 
-constexpr pal::Op kOsOps[] = {pal::Op::reserve, pal::Op::commit, pal::Op::decommit,
-                              pal::Op::release, pal::Op::prefault};
-
-std::uint64_t os_calls() {
-  std::uint64_t n = 0;
-  for (pal::Op op : kOsOps)
-    n += pal::testing::calls(op);
-  return n;
-}
-
-// Every test starts and ends with empty pools and the default limit.
-struct FreshPools {
-  FreshPools() {
-    reservoir::set_pool_resident_limit(reservoir::kDefaultPoolResidentLimit);
-    reservoir::trim_pools();
-  }
-  ~FreshPools() {
-    reservoir::set_pool_resident_limit(reservoir::kDefaultPoolResidentLimit);
-    reservoir::trim_pools();
-  }
-};
+using test::FreshPools;
+using test::os_calls;
 
 // One small array's life, as the many-arrays workloads live it.
 int churn_once(int seed) {

@@ -16,6 +16,7 @@
 
 #include <reservoir/reservoir.hpp>
 
+#include "pool_support.hpp"
 #include "support.hpp"
 
 #if !defined(_WIN32)
@@ -41,28 +42,8 @@ namespace pal = reservoir::pal;
 
 namespace {
 
-constexpr pal::Op kOsOps[] = {pal::Op::reserve, pal::Op::commit, pal::Op::decommit,
-                              pal::Op::release, pal::Op::prefault};
-
-std::uint64_t os_calls() {
-  std::uint64_t n = 0;
-  for (pal::Op op : kOsOps)
-    n += pal::testing::calls(op);
-  return n;
-}
-
-// Every test starts and ends with empty pools and the default limit.
-struct FreshPools {
-  FreshPools() {
-    reservoir::set_pool_resident_limit(reservoir::kDefaultPoolResidentLimit);
-    reservoir::trim_pools();
-  }
-  ~FreshPools() {
-    pal::testing::clear();
-    reservoir::set_pool_resident_limit(reservoir::kDefaultPoolResidentLimit);
-    reservoir::trim_pools();
-  }
-};
+using test::FreshPools;
+using test::os_calls;
 
 // An array of 100 ints under a bound of 128, the many-arrays workload's array.
 DynArray<int> hundred(int seed) {
