@@ -37,14 +37,17 @@ inline constexpr bool kAddressSanitizer = false;
 
 // ThreadSanitizer keeps shadow memory proportional to the memory a program touches, so RSS rises
 // by about twice the bytes written: upper bounds on RSS do not hold in that build.
+// RESERVOIR_TEST_TSAN is for #if: GCC defines __SANITIZE_THREAD__, clang only answers
+// __has_feature.
 #if defined(__SANITIZE_THREAD__)
-inline constexpr bool kThreadSanitizer = true;
+#define RESERVOIR_TEST_TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitizer = true;
-#else
-inline constexpr bool kThreadSanitizer = false;
+#define RESERVOIR_TEST_TSAN 1
 #endif
+#endif
+#if defined(RESERVOIR_TEST_TSAN)
+inline constexpr bool kThreadSanitizer = true;
 #else
 inline constexpr bool kThreadSanitizer = false;
 #endif

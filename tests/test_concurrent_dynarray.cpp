@@ -993,6 +993,43 @@ TEST_SUITE("concurrent") {
       REQUIRE(a[i] == encode(i / 1000, i % 1000));
   }
 
+  TEST_CASE("the owner's trivial copies take the one-section append until another thread appends") {
+    using reservoir::detail::ConcurrentCore;
+    const bool solo = pal::process_barrier_supported();
+    ConcurrentCore core(1000, sizeof(int), alignof(int), reservoir::ArenaOptions{});
+    int* const slots = static_cast<int*>(core.data());
+    std::size_t constructed = 0;
+    const auto store = [&](std::size_t k) noexcept {
+      slots[k] = static_cast<int>(k) * 3;
+      ++constructed;
+    };
+    CHECK(core.append_solo(store) == 0);  // no owner yet (and nothing committed)
+    CHECK(constructed == 0);
+    const std::size_t first = core.claim(sizeof(int));  // the general way: this thread owns it
+    slots[first] = 0;
+    core.publish(first);
+    // An append of the owner's in progress (claimed, not yet published): a nested one must go
+    // the general way.
+    const std::size_t open = core.claim(sizeof(int));
+    CHECK(core.append_solo(store) == 0);
+    slots[open] = 3;
+    core.publish(open);
+    CHECK(core.append_solo(store) == (solo ? 3u : 0u));
+    CHECK(constructed == (solo ? 1u : 0u));
+    CHECK(core.size() == (solo ? 3u : 2u));
+    std::thread second([&] {  // a second appender ends solo mode
+      const std::size_t i = core.claim(sizeof(int));
+      slots[i] = static_cast<int>(i) * 3;
+      core.publish(i);
+    });
+    second.join();
+    const std::size_t n = core.size();
+    CHECK(core.append_solo(store) == 0);
+    CHECK(core.size() == n);
+    for (std::size_t k = 0; k < n; ++k)
+      REQUIRE(slots[k] == static_cast<int>(k) * 3);
+  }
+
   TEST_CASE("ending solo mode while the owner keeps appending: every value once, in order") {
     // The owner appends alone, then three more threads start at a different point each round;
     // readers check the published prefix all along.

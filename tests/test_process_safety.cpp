@@ -28,7 +28,7 @@
 using reservoir::DynArray;
 namespace pal = reservoir::pal;
 
-#if !defined(_WIN32) && !defined(__SANITIZE_THREAD__)
+#if !defined(_WIN32) && !defined(RESERVOIR_TEST_TSAN)
 
 namespace {
 

@@ -12,7 +12,7 @@
 // with AddressSanitizer [red zone][slot 0][red zone][slot 1]...[red zone], every red zone and
 // every free slot poisoned). Such a slot is committed for its whole life, so its arena never
 // calls the OS; a run goes back to the OS once none of its slots is in use, on trim_pools() or
-// when the pools hold more than the resident limit.
+// when the pools hold more than the resident limit (except the run each class carves from).
 //
 // Locking: one mutex guards every class. A take or a return is a few loads and stores under it;
 // the OS is called under it only to reserve a new chunk, to decommit what a returned slot keeps
@@ -327,7 +327,11 @@ void return_sub_slot(std::byte* base, std::size_t slot_bytes) noexcept {
   sc.free.push_back(base);  // cannot allocate: add_run reserved room for every slot
   p.resident += stride;
   Run& r = run_of(sc, base);
-  if (--r.in_use == 0 && p.resident > p.resident_limit.load(std::memory_order_relaxed)) {
+  // The run being carved stays even when idle (trim_pools() releases it): releasing it would
+  // make an array created and destroyed in a loop map, populate and unmap a run every time.
+  const bool carving = sc.end == r.base + r.bytes;
+  if (--r.in_use == 0 && !carving &&
+      p.resident > p.resident_limit.load(std::memory_order_relaxed)) {
     release_idle_runs(p, sc, stride, &r);
   }
   note_resident(p);
