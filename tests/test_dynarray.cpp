@@ -429,7 +429,9 @@ TEST_SUITE("dynarray") {
   }
 
   TEST_CASE("a refused default reservation falls back to a smaller one") {
-    test::FaultGuard fault(pal::Op::reserve, 0, 2);  // 64 GiB and 32 GiB are refused
+    // The pool's chunk of 64 GiB slots (FaultGuard trims the pools: none is free or uncarved),
+    // then 64 GiB and 32 GiB of its own are refused.
+    test::FaultGuard fault(pal::Op::reserve, 0, 3);
     DynArray<int> a;
     CHECK(a.max_size() == DynArray<int>::default_max_size());
     a.push_back(1);
@@ -855,8 +857,9 @@ TEST_SUITE("dynarray") {
   TEST_CASE("reserve(n) after a smaller-than-default first reservation: bad_alloc, not less") {
     // The OS refuses 64 GiB and 32 GiB: the first reservation falls back to 16 GiB. Running out of
     // a default reservation made small for lack of address space is out of memory, as for
-    // std::vector (OsAllocationError, a bad_alloc), not a length the caller chose.
-    test::FaultGuard fault(pal::Op::reserve, 0, 2);
+    // std::vector (OsAllocationError, a bad_alloc), not a length the caller chose. (The first
+    // refusal is the pool's chunk of 64 GiB slots.)
+    test::FaultGuard fault(pal::Op::reserve, 0, 3);
     DynArray<int> a;
     const std::size_t n = reservoir::kDefaultReserveBytes / 2 / sizeof(int);  // 32 GiB of ints
     REQUIRE(n <= a.max_size());  // allowed by the max_size() reported before reserving

@@ -73,6 +73,10 @@ TEST_SUITE("threads") {
 
 namespace {
 
+// Arrays of this many ints (4 MiB) reserve a mapping of their own and park it in the reservation
+// cache: past the slot pools' classes, and no default array's tier (those take pool slots).
+constexpr std::size_t kCacheArray = std::size_t{1} << 20;
+
 // Runs `count` threads, `batch` at a time, each running body().
 template <class Body>
 void run_threads(int count, int batch, Body body) {
@@ -89,8 +93,8 @@ void run_threads(int count, int batch, Body body) {
 
 TEST_SUITE("threads") {
   TEST_CASE("10,000 threads with a thread_local DynArray each give back their address space") {
-    // The array is constructed before the thread's cache slot is first used (by the array's own
-    // first growth); whether it is destroyed before or after the slot is retired depends on the
+    // The thread's cache slot is made while the array reserves (in its constructor); whether
+    // the array is destroyed before or after the slot is retired depends on the
     // OS. Either way it must not park where nobody takes it again (which would leak its whole
     // reservation per thread) but in the slot before it retires, in the shared list, or with the
     // OS. Parked reservations are address space the cache keeps on purpose (up to 16 x 64 GiB):
@@ -108,10 +112,13 @@ TEST_SUITE("threads") {
     std::mutex first_error_lock;
     std::string first_error;  // a failed append is reported, never an abort of the whole run
     run_threads(count, 16, [&] {
+    // 4 MiB: past the slot pools' classes (default arrays take pool slots), so it parks in
+    // the reservation cache.
 #if RESERVOIR_TEST_THREAD_LOCAL_DESTRUCTORS
-      thread_local DynArray<int> mine;
+      thread_local DynArray<int> mine(reservoir::max_elements{kCacheArray});
 #else
-      DynArray<int> mine;  // parks in the thread's slot, which the thread's end then retires
+      DynArray<int> mine(reservoir::max_elements{kCacheArray});  // parks in the thread's slot,
+                                                                 // retired by the thread's end
 #endif
       try {
         mine.push_back(42);
@@ -140,7 +147,7 @@ TEST_SUITE("threads") {
     std::atomic<int> stage{0};
     std::thread parker([&stage] {
       {
-        DynArray<int> a;
+        DynArray<int> a(reservoir::max_elements{kCacheArray});
         a.push_back(1);
       }  // parked in this thread's slot
       stage.store(1);
@@ -157,7 +164,7 @@ TEST_SUITE("threads") {
     CHECK(reservoir::reservation_cache_size() == 0);
     reservoir::set_reservation_cache_limit(16);
     {
-      DynArray<int> b;
+      DynArray<int> b(reservoir::max_elements{kCacheArray});
       b.push_back(2);
     }
     CHECK(reservoir::reservation_cache_size() == 1);  // the cache works again

@@ -11,9 +11,10 @@
 namespace reservoir {
 namespace {
 
-std::atomic<std::size_t> g_reserved{0};  // bytes reserved by live arenas and parked reservations
-std::atomic<std::size_t> g_parked{0};    // of which parked in the reservation cache
-std::atomic<std::size_t> g_budget{0};    // set by hand; 0: automatic
+std::atomic<std::size_t> g_reserved{0};    // bytes reserved by live arenas and parked reservations
+std::atomic<std::size_t> g_parked{0};      // of which parked in the reservation cache
+std::atomic<std::size_t> g_pool_spare{0};  // of which no live arena holds in the pools' chunks
+std::atomic<std::size_t> g_budget{0};      // set by hand; 0: automatic
 
 using detail::kMax;
 
@@ -21,9 +22,9 @@ using detail::kMax;
 
 namespace detail {
 
-std::error_code reserve_mapping(std::size_t size, void** out) noexcept {
+std::error_code reserve_mapping(std::size_t size, void** out, bool release_parked) noexcept {
   std::error_code ec = pal::reserve(size, out);
-  if (ec && g_parked.load(std::memory_order_relaxed) != 0) {
+  if (ec && release_parked && g_parked.load(std::memory_order_relaxed) != 0) {
     // Parked reservations hold address space only for reuse: the live array needs it more.
     clear_reservation_cache();
     ec = pal::reserve(size, out);
@@ -37,6 +38,14 @@ void count_parked(std::size_t size, bool parked) noexcept {
     g_parked.fetch_add(size, std::memory_order_relaxed);
   } else {
     g_parked.fetch_sub(size, std::memory_order_relaxed);
+  }
+}
+
+void count_pool_spare(std::size_t size, bool spare) noexcept {
+  if (spare) {
+    g_pool_spare.fetch_add(size, std::memory_order_relaxed);
+  } else {
+    g_pool_spare.fetch_sub(size, std::memory_order_relaxed);
   }
 }
 
@@ -77,7 +86,9 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept {
   }
   const std::size_t budget = address_space_budget();
   const std::size_t reserved = reserved_address_space();
-  const std::size_t parked = std::min(g_parked.load(std::memory_order_relaxed), reserved);
+  const std::size_t parked = std::min(
+      g_parked.load(std::memory_order_relaxed) + g_pool_spare.load(std::memory_order_relaxed),
+      reserved);
   const std::size_t used = reserved - parked;  // what live arrays hold
   if (used <= budget / 4 && preferred <= budget / 4 - used && preferred <= cap) return preferred;
   const std::size_t small = std::min({preferred, kSmall, cap});
@@ -87,7 +98,8 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept {
 
 std::string address_space_advice() {
   std::string s = format_bytes(reserved_address_space()) + " are reserved by reservoir (" +
-                  format_bytes(g_parked.load(std::memory_order_relaxed)) +
+                  format_bytes(g_parked.load(std::memory_order_relaxed) +
+                               g_pool_spare.load(std::memory_order_relaxed)) +
                   " of it parked for reuse), its budget is " +
                   format_bytes(address_space_budget()) + " (reservoir::set_address_space_budget)";
   if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) {

@@ -133,21 +133,21 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
   }
   // Every other arena reports sub_page_slot = false (options()); parked ones match on that.
   options.sub_page_slot = false;
-  // 3. A small reservation takes a pool slot: its mapping is the pool's chunk. The slot has guard
-  //    pages of its own, at page alignment; huge pages do not matter (they start past
-  //    kHugePageThreshold, beyond any slot). Before the cache: a larger arena parked there may
-  //    have the same mapping size (Windows rounds to 64 KiB).
-  static_assert(kLargestPoolSlot < kHugePageThreshold);
-  if (options.reuse_reservation && l.usable <= kLargestPoolSlot) {
+  // 3. A small reservation, or one of a default array's tiers, takes a pool slot: its mapping is
+  //    the pool's chunk. The slot has guard pages of its own (a large slot a 2 MiB gap), and its
+  //    base honours l.base_align (the huge-page alignment of reservations of 4 MiB and more:
+  //    large slots are 2 MiB aligned; take_slot refuses a class that is not). Before the cache:
+  //    a larger arena parked there may have the same mapping size (Windows rounds to 64 KiB).
+  if (options.reuse_reservation) {
     std::byte* base = nullptr;
     std::size_t committed = 0;
     std::error_code ec;
-    if (detail::take_slot(l.usable, l.granule, &base, &committed, &ec)) {
+    if (detail::take_slot(l.usable, l.granule, l.base_align, &base, &committed, &ec)) {
       std::optional<Arena> a = made(base, base, l.usable, committed);
       a->offset_flags_ |= kPooled;
       return a;
     }
-    if (ec) {  // the OS refused the pool's chunk (at its smallest size): out of address space
+    if (ec) {  // the OS refused a small pool's chunk (at its smallest size): out of address space
       *error = ec;
       return std::nullopt;
     }

@@ -62,14 +62,21 @@ std::string hex_address(const void* p);
 
 // ---- address_space.cpp: every reservation is made and released here, and counted ------------
 
-// pal::reserve / pal::release, counted in reserved_address_space().
-std::error_code reserve_mapping(std::size_t size, void** out) noexcept;
+// pal::reserve / pal::release, counted in reserved_address_space(). A refused reservation is
+// tried again after the reservation cache is emptied, unless `release_parked` is false (the
+// slot pools, which hold their lock: the fork handlers take the cache's lock first).
+std::error_code reserve_mapping(std::size_t size, void** out, bool release_parked = true) noexcept;
 // A refused release only leaks address space; nobody can be told (destructors), so the bytes are
 // no longer counted either way.
 void release_mapping(void* mapping, std::size_t size) noexcept;
 // A reservation of `size` bytes enters (true) or leaves (false) the cache: parked reservations
 // are counted apart, so they never shrink what a new default array is given.
 void count_parked(std::size_t size, bool parked) noexcept;
+// Address space in the slot pools' large chunks that no live arena holds (never-carved and
+// parked slots) enters (true) or leaves (false): counted apart from parked reservations, which a
+// refused reservation releases first (this it cannot: the pools' lock may be held), and, like
+// them, never shrinking what a new default array is given.
+void count_pool_spare(std::size_t size, bool spare) noexcept;
 
 // The exception for a request plan() rejected (reservation_cache.cpp).
 [[noreturn]] void throw_plan_error(std::errc e, std::size_t max_bytes);
@@ -113,12 +120,13 @@ bool register_fork_handlers() noexcept;
 
 // ---- slot_pool.cpp: small reservations carved from chunks, recycled with their pages -----------
 
-// A slot for an arena of `usable` bytes (a page multiple) whose commit granule is `granule`:
-// true with *base, and in *committed the prefix already committed (whole granules, at most
-// usable). False with *error clear if no class fits (the caller reserves a mapping of its own),
-// false with the OS's error if it refused the chunk the slot would come from.
-bool take_slot(std::size_t usable, std::size_t granule, std::byte** base, std::size_t* committed,
-               std::error_code* error) noexcept;
+// A slot for an arena of `usable` bytes (a page multiple) whose commit granule is `granule` and
+// whose base must be a multiple of `align` (a power of two): true with *base, and in *committed
+// the prefix already committed (whole granules, at most usable). False with *error clear if no
+// class fits or a large class's chunk could not be had (the caller reserves a mapping of its
+// own), false with the OS's error if it refused the small chunk the slot would come from.
+bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, std::byte** base,
+               std::size_t* committed, std::error_code* error) noexcept;
 // Gives back the slot of an arena of `usable` bytes with `committed` bytes committed.
 void return_slot(std::byte* base, std::size_t usable, std::size_t committed) noexcept;
 // A sub-page slot for an arena of `bytes` (at most kLargestSubPageSlot): true with *base and the

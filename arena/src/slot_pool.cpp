@@ -14,12 +14,25 @@
 // calls the OS; a run goes back to the OS once none of its slots is in use, on trim_pools() or
 // when the pools hold more than the resident limit (except the run each class carves from).
 //
+// The large classes hold default arrays (DynArray without max_elements): their slots are the
+// tiers default_reservation_size() grants (64 MiB, 1 GiB, 64 GiB), and only reservations within
+// 1/64 of a tier take one, so a slot never holds much more address space than its arena asked
+// for. Their slots start on kLargeAlign boundaries (what Arena's plan() asks of reservations of
+// 4 MiB and more, for huge pages) and are kLargeAlign apart, the gap never committed: a chunk is
+// [guard][pad][slot 0][gap][slot 1][gap]...[slot n-1][gap], pad + guard < kLargeAlign. The
+// address space of a large chunk that no live arena holds (slots never carved, and parked ones)
+// is counted as spare (count_pool_spare), as parked reservations are, so it never makes a new
+// default array's tier smaller. A large chunk the OS refuses is no error: the arena reserves a
+// mapping of its own, as it would without the pools; nor is one asked for under an
+// address-space limit (RLIMIT_AS), where every reserved slot would count against the limit.
+//
 // Locking: one mutex guards every class. A take or a return is a few loads and stores under it;
 // the OS is called under it only to reserve a new chunk, to decommit what a returned slot keeps
 // beyond its share, and in trim_pools(). The fork handlers (reservation_cache.cpp) hold it across
 // fork(), so a child finds the pools consistent.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -29,10 +42,35 @@ namespace reservoir {
 namespace detail {
 namespace {
 
-// Slot sizes, smallest first. An arena takes the smallest class that holds its reservation.
-constexpr std::size_t kClassBytes[] = {std::size_t{16} << 10, std::size_t{64} << 10,
-                                       std::size_t{256} << 10, std::size_t{1} << 20};
+// Slot sizes, smallest first. An arena takes the smallest class that holds its reservation. The
+// classes from kFirstLarge on are the large ones (64-bit systems only: 0 elsewhere, never taken).
+constexpr bool k64Bit = sizeof(void*) >= 8;
+constexpr std::size_t kClassBytes[] = {
+    std::size_t{16} << 10,
+    std::size_t{64} << 10,
+    std::size_t{256} << 10,
+    std::size_t{1} << 20,
+    k64Bit ? std::size_t{64} << 20 : 0,
+    k64Bit ? std::size_t{1} << 30 : 0,
+    k64Bit ? static_cast<std::size_t>(std::uint64_t{64} << 30) : 0};
 constexpr std::size_t kClasses = std::size(kClassBytes);
+constexpr std::size_t kFirstLarge = 4;
+static_assert(kClassBytes[kFirstLarge - 1] == kLargestPoolSlot);
+
+// A large slot's base alignment and the gap after each one: the 2 MiB huge page (Arena's
+// plan() never asks more of a reservation's base).
+constexpr std::size_t kLargeAlign = std::size_t{2} << 20;
+// A large class's first chunk holds this many slots, each later one twice the previous, up to
+// kMaxLargeChunkSlots and kMaxLargeChunkBytes (64 GiB slots: 3 per chunk; 1 GiB: 64; 64 MiB:
+// 64). The byte cap bounds what a chunk costs where reserved pages are not free (Wine keeps a
+// byte per reserved page: 64 MiB for 256 GiB) and the spare address space a class can hold.
+constexpr std::size_t kFirstLargeChunkSlots = 2;
+constexpr std::size_t kMaxLargeChunkSlots = 64;
+constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 38 : 30);
+
+constexpr bool is_large(std::size_t k) noexcept {
+  return k >= kFirstLarge;
+}
 
 // A class's first chunk spans about 2 MiB, each later one twice the previous, up to 64 MiB: a
 // program with a few small arrays reserves little, one with many makes few mappings.
@@ -40,9 +78,15 @@ constexpr std::size_t kFirstChunkBytes = std::size_t{2} << 20;
 constexpr std::size_t kMaxChunkBytes = std::size_t{64} << 20;
 constexpr std::size_t kMinChunkSlots = 4;
 
+// The first chunk size of class k: bytes (small classes) or slots (large ones).
+constexpr std::size_t first_chunk(std::size_t k) noexcept {
+  return is_large(k) ? kFirstLargeChunkSlots : kFirstChunkBytes;
+}
+
 struct Chunk {
   std::byte* base;
   std::size_t bytes;   // as reserved
+  std::byte* first;    // slot 0
   std::size_t slots;   // how many fit
   std::size_t carved;  // slots handed out at least once; the rest were never touched
 };
@@ -53,9 +97,9 @@ struct FreeSlot {
 };
 
 struct SizeClass {
-  std::vector<Chunk> chunks;   // carving happens in the last one
-  std::vector<FreeSlot> free;  // LIFO: the most recently used slot is the warmest
-  std::size_t next_chunk_bytes = kFirstChunkBytes;
+  std::vector<Chunk> chunks;        // carving happens in the last one
+  std::vector<FreeSlot> free;       // LIFO: the most recently used slot is the warmest
+  std::size_t next_chunk_size = 0;  // first_chunk(k) at first: bytes, or slots (large classes)
 };
 
 // ---- sub-page classes
@@ -103,6 +147,8 @@ Pools& pools() {
   // Never destroyed: an arena in a static object may be destroyed after any function-local static.
   static Pools* const p = [] {
     auto* r = new Pools;
+    for (std::size_t k = 0; k < kClasses; ++k)
+      r->classes[k].next_chunk_size = first_chunk(k);
     r->enabled = register_fork_handlers();
     return r;
   }();
@@ -112,13 +158,24 @@ Pools& pools() {
 // Made before main, while no other thread can be inside the initializer when one forks.
 [[maybe_unused]] const bool g_made_before_main = (pools(), true);
 
-// The class for a reservation of `usable` bytes (a page multiple), or kClasses if none fits.
+// The class for a reservation of `usable` bytes (a page multiple), or kClasses if none fits: the
+// smallest small class that holds it, or the large class it fills to within 1/64.
 std::size_t class_of(std::size_t usable) noexcept {
   const std::size_t page = pal::page_size();
   for (std::size_t i = 0; i < kClasses; ++i) {
-    if (kClassBytes[i] % page == 0 && usable <= kClassBytes[i]) return i;
+    const std::size_t size = kClassBytes[i];
+    if (size == 0 || size % page != 0 || usable > size) continue;
+    if (!is_large(i) || usable >= size - size / 64) return i;
   }
   return kClasses;
+}
+
+// The slot pitch and base alignment of class k.
+std::size_t stride_of(std::size_t k) noexcept {
+  return kClassBytes[k] + (is_large(k) ? kLargeAlign : pal::page_size());
+}
+std::size_t align_of(std::size_t k) noexcept {
+  return is_large(k) ? kLargeAlign : pal::page_size();
 }
 
 void poison([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t n) noexcept {
@@ -139,15 +196,22 @@ std::size_t slots_total(const SizeClass& sc) noexcept {
   return n;
 }
 
-// Reserves a chunk of about `target` bytes for the class. With the mutex held.
-std::error_code add_chunk(SizeClass& sc, std::size_t stride, std::size_t target) noexcept {
+// Reserves a chunk for the class: of about `target` bytes (small classes) or of `target` slots
+// (large ones). With the mutex held.
+std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noexcept {
   const std::size_t page = pal::page_size();
-  const std::size_t slots = std::max(kMinChunkSlots, (target - page) / stride);
+  const std::size_t stride = stride_of(k);
+  const std::size_t slots =
+      is_large(k) ? target : std::max(kMinChunkSlots, (target - page) / stride);
+  // Small: [guard][slot][guard]...: page + slots * stride. Large: slot 0 starts at the first
+  // kLargeAlign boundary past the guard page, at most kLargeAlign into the mapping, so
+  // slots * stride + page hold every slot, its gap and the guard page after the last gap.
   std::size_t bytes = 0;
-  if (!round_up(page + slots * stride, pal::allocation_granularity(), &bytes)) {
+  if (slots > (kMax - page) / stride ||
+      !round_up(page + slots * stride, pal::allocation_granularity(), &bytes)) {
     return std::make_error_code(std::errc::value_too_large);
   }
-  const std::size_t fit = (bytes - page) / stride;
+  const std::size_t fit = is_large(k) ? slots : (bytes - page) / stride;
   try {
     sc.chunks.reserve(sc.chunks.size() + 1);
     sc.free.reserve(slots_total(sc) + fit);  // so that returning a slot never allocates
@@ -155,31 +219,45 @@ std::error_code add_chunk(SizeClass& sc, std::size_t stride, std::size_t target)
     return std::make_error_code(std::errc::not_enough_memory);
   }
   void* mapping = nullptr;
-  if (std::error_code ec = reserve_mapping(bytes, &mapping)) return ec;
-  sc.chunks.push_back(Chunk{static_cast<std::byte*>(mapping), bytes, fit, 0});
+  if (std::error_code ec = reserve_mapping(bytes, &mapping, false)) return ec;
+  auto* const base = static_cast<std::byte*>(mapping);
+  std::byte* first = base + page;
+  if (is_large(k)) {
+    const auto start = reinterpret_cast<std::uintptr_t>(first);
+    const std::uintptr_t aligned = (start + kLargeAlign - 1) / kLargeAlign * kLargeAlign;
+    first += aligned - start;
+    count_pool_spare(bytes, true);  // no live arena holds any of it yet
+  }
+  sc.chunks.push_back(Chunk{base, bytes, first, fit, 0});
   return {};
+}
+
+// The next chunk size after one of `now`: twice as large, up to the class's cap.
+std::size_t next_chunk(std::size_t k, std::size_t now) noexcept {
+  if (!is_large(k)) return std::min(kMaxChunkBytes, now * 2);
+  const std::size_t cap = std::max(
+      kFirstLargeChunkSlots, std::min(kMaxLargeChunkSlots, kMaxLargeChunkBytes / stride_of(k)));
+  return std::min(cap, now * 2);
 }
 
 // Carves a never-used slot (nothing committed), reserving a new chunk when the last one is full:
 // chunks grow geometrically; if the OS refuses a larger one, the smallest is tried once more.
 // With the mutex held. nullptr with the error if the OS refuses or the bookkeeping has no memory.
-std::byte* carve(SizeClass& sc, std::size_t slot_bytes, std::error_code* error) noexcept {
-  const std::size_t page = pal::page_size();
-  const std::size_t stride = slot_bytes + page;
+std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error) noexcept {
   if (sc.chunks.empty() || sc.chunks.back().carved == sc.chunks.back().slots) {
-    std::error_code ec = add_chunk(sc, stride, sc.next_chunk_bytes);
-    if (ec && sc.next_chunk_bytes > kFirstChunkBytes) {
-      sc.next_chunk_bytes = kFirstChunkBytes;
-      ec = add_chunk(sc, stride, sc.next_chunk_bytes);
+    std::error_code ec = add_chunk(sc, k, sc.next_chunk_size);
+    if (ec && sc.next_chunk_size > first_chunk(k)) {
+      sc.next_chunk_size = first_chunk(k);
+      ec = add_chunk(sc, k, sc.next_chunk_size);
     }
     if (ec) {
       *error = ec;
       return nullptr;
     }
-    sc.next_chunk_bytes = std::min(kMaxChunkBytes, sc.next_chunk_bytes * 2);
+    sc.next_chunk_size = next_chunk(k, sc.next_chunk_size);
   }
   Chunk& c = sc.chunks.back();
-  return c.base + page + c.carved++ * stride;
+  return c.first + c.carved++ * stride_of(k);
 }
 
 // Decommits [base + keep, base + committed); the committed prefix that is true afterwards (all
@@ -226,7 +304,7 @@ bool add_run(Pools& p, SubClass& sc, std::size_t stride, bool charge) noexcept {
     return false;
   }
   void* mapping = nullptr;
-  if (reserve_mapping(bytes, &mapping)) return false;
+  if (reserve_mapping(bytes, &mapping, false)) return false;
   auto* base = static_cast<std::byte*>(mapping);
   std::size_t charged = 0;
   bool ok = !charge || !charge_step(bytes, bytes, &charged);
@@ -337,12 +415,12 @@ void return_sub_slot(std::byte* base, std::size_t slot_bytes) noexcept {
   note_resident(p);
 }
 
-bool take_slot(std::size_t usable, std::size_t granule, std::byte** base, std::size_t* committed,
-               std::error_code* error) noexcept {
+bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, std::byte** base,
+               std::size_t* committed, std::error_code* error) noexcept {
   *error = {};
   const std::size_t k = class_of(usable);
   Pools& p = pools();
-  if (k == kClasses || !p.enabled) return false;
+  if (k == kClasses || !p.enabled || align == 0 || align_of(k) % align != 0) return false;
   std::lock_guard lock(p.mutex);
   SizeClass& sc = p.classes[k];
   // 1. A free slot: its committed prefix, cut to whole granules of the new arena inside its
@@ -360,15 +438,25 @@ bool take_slot(std::size_t usable, std::size_t granule, std::byte** base, std::s
       break;
     }
     note_resident(p);
+    if (is_large(k)) count_pool_spare(stride_of(k), false);
     unpoison(s.base, fit);
     *base = s.base;
     *committed = fit;
     return true;
   }
   note_resident(p);
-  // 2. A never-used slot.
-  std::byte* fresh = carve(sc, kClassBytes[k], error);
-  if (fresh == nullptr) return false;
+  // 2. A never-used slot. A large class reserves no chunk under an address-space limit (each
+  //    slot would count against it), and a refused one is no error: the caller reserves a
+  //    mapping of its own, as it would without the pools.
+  if (is_large(k) && (sc.chunks.empty() || sc.chunks.back().carved == sc.chunks.back().slots)) {
+    if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) return false;
+  }
+  std::byte* fresh = carve(sc, k, error);
+  if (fresh == nullptr) {
+    if (is_large(k)) *error = {};
+    return false;
+  }
+  if (is_large(k)) count_pool_spare(stride_of(k), false);
   *base = fresh;
   *committed = 0;
   return true;
@@ -388,6 +476,7 @@ void return_slot(std::byte* base, std::size_t usable, std::size_t committed) noe
   poison(base, now);
   p.classes[k].free.push_back(FreeSlot{base, now});
   p.resident += now;
+  if (is_large(k)) count_pool_spare(stride_of(k), true);
   note_resident(p);
 }
 
@@ -446,6 +535,7 @@ std::size_t trim_pools() noexcept {
           std::any_of(lo, hi, [](const detail::FreeSlot& f) { return f.committed != 0; });
       if (static_cast<std::size_t>(hi - lo) == c.carved && !holds_pages) {
         detail::release_mapping(c.base, c.bytes);
+        if (detail::is_large(k)) detail::count_pool_spare(c.bytes, false);
         for (auto it = lo; it != hi; ++it)
           it->committed = kMax;  // removed below (the order by base stays intact)
         continue;
@@ -458,7 +548,7 @@ std::size_t trim_pools() noexcept {
     // Only the last chunk can have uncarved slots, and the order is kept, so carving goes on
     // where it was (or reserves a new chunk). A class left with nothing starts small again.
     sc.chunks.swap(kept);
-    if (sc.chunks.empty()) sc.next_chunk_bytes = detail::kFirstChunkBytes;
+    if (sc.chunks.empty()) sc.next_chunk_size = detail::first_chunk(k);
   }
   for (std::size_t k = 0; k < detail::kSubClasses; ++k) {
     released +=

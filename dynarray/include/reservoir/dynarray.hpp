@@ -668,8 +668,10 @@ class DynArray {
   void adopt(Arena&& a, size_type max_size) noexcept {
     arena_ = std::move(a);
     max_size_ = max_size | kDefaultReservation;
+    // capacity() stays 0 until the caller's commit succeeds (update_capacity): a reservation
+    // may arrive with its first pages committed (a recycled pool slot), and a refused first
+    // growth must leave capacity() as it was.
     end_ = cap_ = first_element();
-    update_capacity();  // a reservation from the cache arrives with its first pages committed
   }
   void ensure_reserved() {
     if (arena_.reserved()) return;
