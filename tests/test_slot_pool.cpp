@@ -303,6 +303,22 @@ int default_churn_once(int seed) {
   return a[99];
 }
 
+// Under Wine, which keeps a byte per reserved page, hundreds of 64 GiB slots would cost GiBs of
+// its memory: there the tests with many default arrays live run under a budget of 256 GiB
+// (default arrays then take the 1 GiB and 64 MiB tiers), natively under the automatic one.
+struct WineBudget {
+  std::size_t saved = reservoir::address_space_budget();
+  bool set = reservoir::bench::os_description().find("Wine") != std::string::npos;
+  WineBudget() {
+    if (set) reservoir::set_address_space_budget(std::size_t{256} << 30);
+  }
+  ~WineBudget() {
+    if (set) reservoir::set_address_space_budget(saved);
+  }
+  WineBudget(const WineBudget&) = delete;
+  WineBudget& operator=(const WineBudget&) = delete;
+};
+
 // True if a default array gets its full default reservation here (not under valgrind, which
 // refuses huge reservations, nor under a small RLIMIT_AS): the large classes' chunks are then
 // reserved too. Otherwise the caller says why it skips.
@@ -418,6 +434,7 @@ TEST_SUITE("slot_pool") {
       sum += default_churn_once(i);
     CHECK(os_calls() == before);
     CHECK(sum == 1000LL * 99 + 999LL * 1000 / 2);
+    WineBudget wine;
     // 1,000 alive at once (past a quarter of the budget they get the 1 GiB tier), then all
     // destroyed, then built again: the second round costs no call either, and every array gets
     // the tier it got the first time.
@@ -569,6 +586,7 @@ TEST_SUITE("slot_pool") {
       MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
       return;
     }
+    WineBudget wine;
     reservoir::trim_pools();
     const std::size_t reserved_empty = reservoir::reserved_address_space();
     constexpr int kArrays = 400;  // 400 x 64 KiB kept = 25 MiB, under the default resident limit
@@ -600,6 +618,7 @@ TEST_SUITE("slot_pool") {
 
   TEST_CASE("threads churn default arrays while another trims; every array keeps its elements") {
     FreshPools fresh;
+    WineBudget wine;
     constexpr int kThreads = 4;
     std::atomic<int> bad{0};
     std::atomic<bool> done{false};
