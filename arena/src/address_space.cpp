@@ -4,6 +4,8 @@
 // never shrinks what a new array is given, and a refused reservation first releases them.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "arena_internal.hpp"
@@ -17,6 +19,23 @@ std::atomic<std::size_t> g_pool_spare{0};  // of which no live arena holds in th
 std::atomic<std::size_t> g_budget{0};      // set by hand; 0: automatic
 
 using detail::kMax;
+
+// The last reading that found no address-space limit (RLIMIT_AS): the address space's size then,
+// and until when (steady_clock nanoseconds) it stands in for a new reading. Reading the limit is
+// a system call (two: pal::address_space_limit and pal::address_space_size), more than a recycled
+// default array costs otherwise; a limit set later is seen by default arrays made
+// kNoLimitReadingAge after the last reading at most (until then a reservation the kernel refuses
+// still falls back to a smaller one). A limit in force is read every time: what it leaves
+// changes with every mapping.
+constexpr std::int64_t kNoLimitReadingAge = 20'000'000;  // 20 ms
+std::atomic<std::int64_t> g_no_limit_until{0};
+std::atomic<std::size_t> g_no_limit_size{0};
+
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
@@ -78,13 +97,21 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept {
   // fits in the budget an array gets it even where the 1 GiB tier would not fit. When no more
   // than kTiny is left: 0, a refusal decided here rather than by a failing mmap.
   std::size_t cap = kMax;
-  if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) {
+  std::size_t space = 0;  // pal::address_space_size(), when a recent reading found no limit
+  if (const std::int64_t now = now_ns(); now < g_no_limit_until.load(std::memory_order_acquire)) {
+    space = g_no_limit_size.load(std::memory_order_relaxed);
+  } else if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) {
     const std::size_t in_use = l.in_use ? l.in_use : reserved_address_space();
     const std::size_t left = l.limit > in_use ? l.limit - in_use : 0;
     if (left <= kTiny) return 0;
     cap = std::max(left / 2 / 4096 * 4096, kTiny);
+  } else {
+    space = pal::address_space_size();
+    g_no_limit_size.store(space, std::memory_order_relaxed);
+    g_no_limit_until.store(now + kNoLimitReadingAge, std::memory_order_release);
   }
-  const std::size_t budget = address_space_budget();
+  const std::size_t set = g_budget.load(std::memory_order_relaxed);
+  const std::size_t budget = set ? set : space ? space / 2 : address_space_budget();
   const std::size_t reserved = reserved_address_space();
   const std::size_t parked = std::min(
       g_parked.load(std::memory_order_relaxed) + g_pool_spare.load(std::memory_order_relaxed),

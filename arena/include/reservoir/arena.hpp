@@ -236,7 +236,9 @@ void set_address_space_budget(std::size_t bytes) noexcept;
 // min(preferred, 64 MiB). Under an address-space limit (RLIMIT_AS, `ulimit -v`), where every
 // mapping counts, no more than half of what the limit leaves (limit - VmSize), which replaces the
 // 1 GiB tier where that does not fit; and 0 once 64 MiB or less is left (the container then
-// refuses with Refusal::address_space_budget).
+// refuses with Refusal::address_space_budget). Reading the limit is a system call: a reading that
+// found none is reused for 20 ms (a limit set in that time is seen at its end; a reservation the
+// kernel refuses meanwhile still falls back to less), a limit in force is read every time.
 std::size_t default_reservation_size(std::size_t preferred) noexcept;
 // The sentence a refused default reservation appends: what is reserved, the budget, the
 // RLIMIT_AS in force and how to raise each.
