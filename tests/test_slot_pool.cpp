@@ -304,19 +304,21 @@ int default_churn_once(int seed) {
 }
 
 // Under Wine, which keeps a byte per reserved page, hundreds of 64 GiB slots would cost GiBs of
-// its memory: there the tests with many default arrays live run under a budget of 256 GiB
-// (default arrays then take the 1 GiB and 64 MiB tiers), natively under the automatic one.
-struct WineBudget {
+// its memory, and ThreadSanitizer's fixed memory layout has no room for tens of TiB: there the
+// tests with many default arrays live run under a budget of 256 GiB (default arrays then take
+// the 1 GiB and 64 MiB tiers), natively under the automatic one.
+struct SmallBudget {
   std::size_t saved = reservoir::address_space_budget();
-  bool set = reservoir::bench::os_description().find("Wine") != std::string::npos;
-  WineBudget() {
+  bool set =
+      kThreadSanitizer || reservoir::bench::os_description().find("Wine") != std::string::npos;
+  SmallBudget() {
     if (set) reservoir::set_address_space_budget(std::size_t{256} << 30);
   }
-  ~WineBudget() {
+  ~SmallBudget() {
     if (set) reservoir::set_address_space_budget(saved);
   }
-  WineBudget(const WineBudget&) = delete;
-  WineBudget& operator=(const WineBudget&) = delete;
+  SmallBudget(const SmallBudget&) = delete;
+  SmallBudget& operator=(const SmallBudget&) = delete;
 };
 
 // True if a default array gets its full default reservation here (not under valgrind, which
@@ -434,7 +436,7 @@ TEST_SUITE("slot_pool") {
       sum += default_churn_once(i);
     CHECK(os_calls() == before);
     CHECK(sum == 1000LL * 99 + 999LL * 1000 / 2);
-    WineBudget wine;
+    SmallBudget small_budget;
     // 1,000 alive at once (past a quarter of the budget they get the 1 GiB tier), then all
     // destroyed, then built again: the second round costs no call either, and every array gets
     // the tier it got the first time.
@@ -586,7 +588,7 @@ TEST_SUITE("slot_pool") {
       MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
       return;
     }
-    WineBudget wine;
+    SmallBudget small_budget;
     reservoir::trim_pools();
     const std::size_t reserved_empty = reservoir::reserved_address_space();
     constexpr int kArrays = 400;  // 400 x 64 KiB kept = 25 MiB, under the default resident limit
@@ -618,7 +620,11 @@ TEST_SUITE("slot_pool") {
 
   TEST_CASE("threads churn default arrays while another trims; every array keeps its elements") {
     FreshPools fresh;
-    WineBudget wine;
+    if (!full_default_here()) {
+      MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
+      return;
+    }
+    SmallBudget small_budget;
     constexpr int kThreads = 4;
     std::atomic<int> bad{0};
     std::atomic<bool> done{false};
@@ -655,9 +661,13 @@ TEST_SUITE("slot_pool") {
     CHECK(bad.load() == 0);
   }
 
-#if !defined(_WIN32) && !defined(__SANITIZE_THREAD__)
+#if !defined(_WIN32) && !defined(RESERVOIR_TEST_TSAN)
   TEST_CASE("a forked child creates and destroys default arrays; the parent's are intact in it") {
     FreshPools fresh;
+    if (!full_default_here()) {
+      MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
+      return;
+    }
     std::vector<DynArray<int>> live(100);
     for (std::size_t i = 0; i < live.size(); ++i)
       live[i].assign(100, static_cast<int>(i));
