@@ -67,6 +67,7 @@ constexpr std::size_t kLargeAlign = std::size_t{2} << 20;
 constexpr std::size_t kFirstLargeChunkSlots = 2;
 constexpr std::size_t kMaxLargeChunkSlots = 64;
 constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 38 : 30);
+constexpr std::size_t kLargeChunkShare = 16;
 
 constexpr bool is_large(std::size_t k) noexcept {
   return k >= kFirstLarge;
@@ -211,6 +212,12 @@ std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noex
       !round_up(page + slots * stride, pal::allocation_granularity(), &bytes)) {
     return std::make_error_code(std::errc::value_too_large);
   }
+  // A large chunk takes at most a sixteenth of the address space (a 39-bit arm64 kernel's
+  // 512 GiB: 32 GiB, so 64 GiB slots are not pooled there), so that spare slots never crowd out
+  // the rest of the program.
+  if (is_large(k) && bytes > pal::address_space_size() / kLargeChunkShare) {
+    return std::make_error_code(std::errc::not_enough_memory);
+  }
   const std::size_t fit = is_large(k) ? slots : (bytes - page) / stride;
   try {
     sc.chunks.reserve(sc.chunks.size() + 1);
@@ -235,8 +242,11 @@ std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noex
 // The next chunk size after one of `now`: twice as large, up to the class's cap.
 std::size_t next_chunk(std::size_t k, std::size_t now) noexcept {
   if (!is_large(k)) return std::min(kMaxChunkBytes, now * 2);
-  const std::size_t cap = std::max(
-      kFirstLargeChunkSlots, std::min(kMaxLargeChunkSlots, kMaxLargeChunkBytes / stride_of(k)));
+  const std::size_t most =
+      std::min(kMaxLargeChunkBytes, pal::address_space_size() / kLargeChunkShare);
+  const std::size_t cap =
+      std::max(kFirstLargeChunkSlots,
+               std::min(kMaxLargeChunkSlots, (most - pal::page_size()) / stride_of(k)));
   return std::min(cap, now * 2);
 }
 
