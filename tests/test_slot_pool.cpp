@@ -245,6 +245,28 @@ TEST_SUITE("slot_pool") {
     CHECK(churn_once(5) == 104);
   }
 
+  TEST_CASE("a refused chunk first releases the parked reservations, as an own mapping does") {
+    FreshPools fresh;  // no free slot and no chunk: the next small arena reserves one
+    reservoir::clear_reservation_cache();
+    {
+      DynArray<int> big(reservoir::max_elements(std::size_t{1} << 20));  // 4 MiB: not pooled
+      big.push_back(1);
+    }
+    REQUIRE(reservoir::reservation_cache_size() == 1);  // parked
+    std::byte* base = nullptr;
+    {
+      // Armed by hand: a FaultGuard for reserve would empty the cache first.
+      pal::testing::fail(pal::Op::reserve, 0, 1, pal::testing::out_of_memory_error());
+      Arena a(64 * 1024);  // the chunk is refused once; the parked reservation goes; then it is had
+      pal::testing::clear();
+      base = a.base();
+      CHECK(a.reserved() == 64 * 1024);
+      CHECK(reservoir::reservation_cache_size() == 0);
+    }
+    Arena b(64 * 1024);  // a pool slot: the one just given back
+    CHECK(b.base() == base);
+  }
+
   TEST_CASE("threads create and destroy small arrays at once; every array keeps its elements") {
     FreshPools fresh;
     constexpr int kThreads = 4;

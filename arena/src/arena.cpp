@@ -142,7 +142,15 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
     std::byte* base = nullptr;
     std::size_t committed = 0;
     std::error_code ec;
-    if (detail::take_slot(l.usable, l.granule, l.base_align, &base, &committed, &ec)) {
+    bool took = detail::take_slot(l.usable, l.granule, l.base_align, &base, &committed, &ec);
+    if (!took && ec && reservation_cache_size() != 0) {
+      // Parked reservations hold address space only for reuse: the new arena needs it more.
+      // (reserve_mapping does this for a mapping of its own; the pools cannot under their lock,
+      // which the fork handlers take after the cache's.)
+      clear_reservation_cache();
+      took = detail::take_slot(l.usable, l.granule, l.base_align, &base, &committed, &ec);
+    }
+    if (took) {
       std::optional<Arena> a = made(base, base, l.usable, committed);
       a->offset_flags_ |= kPooled;
       return a;
