@@ -23,14 +23,18 @@
 
 // AddressSanitizer maps one shadow byte per 8 bytes of memory the program writes, so RSS rises by
 // an eighth more than the data.
+// RESERVOIR_TEST_ASAN is for #if (GCC defines __SANITIZE_ADDRESS__, clang only answers
+// __has_feature); with it, ASan's interface (__asan_address_is_poisoned) is declared.
 #if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kAddressSanitizer = true;
+#define RESERVOIR_TEST_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
+#define RESERVOIR_TEST_ASAN 1
 #endif
+#endif
+#if defined(RESERVOIR_TEST_ASAN)
+#include <sanitizer/asan_interface.h>
+inline constexpr bool kAddressSanitizer = true;
 #else
 inline constexpr bool kAddressSanitizer = false;
 #endif

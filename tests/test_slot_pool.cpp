@@ -24,17 +24,6 @@
 #include <unistd.h>
 #endif
 
-#if defined(__SANITIZE_ADDRESS__)
-#define RESERVOIR_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RESERVOIR_TEST_ASAN 1
-#endif
-#endif
-#if defined(RESERVOIR_TEST_ASAN)
-#include <sanitizer/asan_interface.h>
-#endif
-
 using reservoir::Arena;
 using reservoir::ArenaOptions;
 using reservoir::DynArray;
@@ -345,11 +334,13 @@ struct SmallBudget {
 
 // True if a default array gets its full default reservation here (not under valgrind, which
 // refuses huge reservations, nor under a small RLIMIT_AS): the large classes' chunks are then
-// reserved too. Otherwise the caller says why it skips.
+// reserved too. Otherwise it says so in the calling test case, which skips.
 bool full_default_here() {
   DynArray<int> probe;
   probe.push_back(1);
-  return probe.max_size() == DynArray<int>::default_max_size();
+  if (probe.max_size() == DynArray<int>::default_max_size()) return true;
+  MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
+  return false;
 }
 
 }  // namespace
@@ -406,10 +397,7 @@ RESERVOIR_CHILD("pool.large_under_rlimit_as") {
 TEST_SUITE("slot_pool") {
   TEST_CASE("default arrays take 2 MiB-aligned slots of their tier from shared chunks") {
     FreshPools fresh;
-    if (!full_default_here()) {
-      MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
-      return;
-    }
+    if (!full_default_here()) return;
     reservoir::trim_pools();
     const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
     std::vector<DynArray<int>> live(5);
@@ -447,10 +435,7 @@ TEST_SUITE("slot_pool") {
 
   TEST_CASE("a recycled default array costs no OS call: create, fill and destroy") {
     FreshPools fresh;
-    if (!full_default_here()) {
-      MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
-      return;
-    }
+    if (!full_default_here()) return;
     CHECK(default_churn_once(0) == 99);  // warm: the slot is carved and its first page committed
     const std::uint64_t before = os_calls();
     long long sum = 0;
@@ -496,10 +481,7 @@ TEST_SUITE("slot_pool") {
 
   TEST_CASE("the budget's tiers switch where they did with a mapping per default array") {
     FreshPools fresh;
-    if (!full_default_here()) {
-      MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
-      return;
-    }
+    if (!full_default_here()) return;
     reservoir::clear_reservation_cache();
     struct BudgetGuard {
       std::size_t saved = reservoir::address_space_budget();
@@ -547,10 +529,7 @@ TEST_SUITE("slot_pool") {
 
   TEST_CASE("a refused chunk: the default array reserves its own mapping, nothing is lost") {
     FreshPools fresh;
-    if (!full_default_here()) {
-      MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
-      return;
-    }
+    if (!full_default_here()) return;
     reservoir::trim_pools();
     reservoir::clear_reservation_cache();
     std::vector<DynArray<int>> live(2);  // the first chunk's two slots
@@ -580,10 +559,7 @@ TEST_SUITE("slot_pool") {
   }
 
   TEST_CASE("guard pages fault before and after a large slot") {
-    if (!full_default_here()) {
-      MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
-      return;
-    }
+    if (!full_default_here()) return;
     for (const char* name : {"pool.past_large_slot", "pool.below_large_slot"}) {
       CAPTURE(name);
       test::ProcessResult r = test::run_child(name);
@@ -606,10 +582,7 @@ TEST_SUITE("slot_pool") {
 
   TEST_CASE("trim_pools gives back the parked large slots' pages and their empty chunks") {
     FreshPools fresh;
-    if (!full_default_here()) {
-      MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
-      return;
-    }
+    if (!full_default_here()) return;
     SmallBudget small_budget;
     reservoir::trim_pools();
     const std::size_t reserved_empty = reservoir::reserved_address_space();
@@ -642,10 +615,7 @@ TEST_SUITE("slot_pool") {
 
   TEST_CASE("threads churn default arrays while another trims; every array keeps its elements") {
     FreshPools fresh;
-    if (!full_default_here()) {
-      MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
-      return;
-    }
+    if (!full_default_here()) return;
     SmallBudget small_budget;
     constexpr int kThreads = 4;
     std::atomic<int> bad{0};
@@ -686,10 +656,7 @@ TEST_SUITE("slot_pool") {
 #if !defined(_WIN32) && !defined(RESERVOIR_TEST_TSAN)
   TEST_CASE("a forked child creates and destroys default arrays; the parent's are intact in it") {
     FreshPools fresh;
-    if (!full_default_here()) {
-      MESSAGE("the default reservation is refused here (valgrind, RLIMIT_AS): nothing pooled");
-      return;
-    }
+    if (!full_default_here()) return;
     std::vector<DynArray<int>> live(100);
     for (std::size_t i = 0; i < live.size(); ++i)
       live[i].assign(100, static_cast<int>(i));

@@ -24,17 +24,6 @@
 #include <unistd.h>
 #endif
 
-#if defined(__SANITIZE_ADDRESS__)
-#define RESERVOIR_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RESERVOIR_TEST_ASAN 1
-#endif
-#endif
-#if defined(RESERVOIR_TEST_ASAN)
-#include <sanitizer/asan_interface.h>
-#endif
-
 using reservoir::Arena;
 using reservoir::ArenaOptions;
 using reservoir::DynArray;
