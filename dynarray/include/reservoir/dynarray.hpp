@@ -49,6 +49,18 @@
 #define RESERVOIR_COLD_NOINLINE
 #endif
 
+// Inlines an append's whole fast path, its call to the slow path included. Left to itself GCC
+// inlines only the compare-and-store and moves the slow call, with the stores after it that tell
+// the loop what end_ and cap_ are, into an outlined part: the caller's loop then reloads end_
+// from memory on every append.
+#if defined(__GNUC__) || defined(__clang__)
+#define RESERVOIR_ALWAYS_INLINE __attribute__((always_inline)) inline
+#elif defined(_MSC_VER)
+#define RESERVOIR_ALWAYS_INLINE __forceinline
+#else
+#define RESERVOIR_ALWAYS_INLINE inline
+#endif
+
 namespace reservoir {
 
 // Address space a default-constructed DynArray reserves: 64 GiB on 64-bit systems. That is more
@@ -252,21 +264,27 @@ class DynArray {
 
   // ---- appending (never moves an existing element) ----------------------------------------------
 
-  void push_back(const T& value) { emplace_back(value); }
-  void push_back(T&& value) { emplace_back(std::move(value)); }
+  RESERVOIR_ALWAYS_INLINE void push_back(const T& value) { emplace_back(value); }
+  RESERVOIR_ALWAYS_INLINE void push_back(T&& value) { emplace_back(std::move(value)); }
 
   // Constructs the new last element in place and returns it. Strong guarantee: if the
   // reservation is full (std::length_error), the OS refuses to commit (OsAllocationError) or T's
   // constructor throws, the array is exactly as it was, capacity() included.
   template <class... Args>
-  reference emplace_back(Args&&... args) {
+  RESERVOIR_ALWAYS_INLINE reference emplace_back(Args&&... args) {
     if (end_ != cap_) [[likely]] {  // the whole fast path: a compare and a store
       return *construct_one(std::forward<Args>(args)...);
     }
     if constexpr (kSlowPathByValue<Args...>) {
       // A small trivially copyable value goes to the slow path in a register: passing its
-      // address would force the caller's loop to keep it in memory on every iteration.
-      return emplace_back_slow_value(T(std::forward<Args>(args)...));
+      // address would force the caller's loop to keep it in memory on every iteration. The slow
+      // path hands back the new end and capacity, and storing them here (the same values) tells
+      // the compiler what they are after the call: a caller's loop then keeps both in registers
+      // instead of reloading end_ each iteration, a store-to-load round trip on every append.
+      Bounds b = emplace_back_slow_value(T(std::forward<Args>(args)...));
+      end_ = b.end;
+      cap_ = b.cap;
+      return b.end[-1];
     } else {
       return emplace_back_slow(std::forward<Args>(args)...);
     }
@@ -909,9 +927,14 @@ class DynArray {
       sizeof...(Args) == 1 && (std::is_same_v<std::remove_cvref_t<Args>, T> && ...) &&
       std::is_trivially_copyable_v<T> && sizeof(T) <= 2 * sizeof(void*);
 
-  RESERVOIR_COLD_NOINLINE reference emplace_back_slow_value(T value) {
+  struct Bounds {
+    T* end;
+    T* cap;
+  };
+  RESERVOIR_COLD_NOINLINE Bounds emplace_back_slow_value(T value) {
     reserve_for_append(1);  // trivially copyable: constructing it cannot throw afterwards
-    return *construct_one(value);
+    construct_one(value);
+    return {end_, cap_};
   }
 
   template <class... Args>
