@@ -125,6 +125,15 @@ class TempDir {
 };
 
 // Counts every construction and destruction; can be told to throw on the n-th construction.
+// The first i in [0, n) for which ok(i) is false, or n: one assertion over a whole array instead
+// of one per element (a million assertions take a minute under valgrind).
+template <class Ok>
+std::size_t first_wrong(std::size_t n, Ok ok) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (!ok(i)) return i;
+  return n;
+}
+
 struct Tracked {
   static inline long long value_constructions = 0;
   static inline long long copies = 0;

@@ -336,8 +336,9 @@ TEST_SUITE("dynarray") {
       CHECK_THROWS_AS(a.resize(a.size() + 50'000), std::runtime_error);
       CHECK(a.size() == size - 1);
       CHECK(a.capacity() == capacity);
-      for (std::size_t i = 0; i < a.size(); ++i)
-        REQUIRE(a[i].value == static_cast<int>(i));
+      CHECK(test::first_wrong(a.size(), [&](std::size_t i) {
+              return a[i].value == static_cast<int>(i);
+            }) == a.size());
     }
     CHECK(Tracked::live() == 0);
   }
@@ -370,8 +371,9 @@ TEST_SUITE("dynarray") {
       const auto steps =
           std::bit_width(4 * reservoir::kPopulatedStepLimit / a.arena().commit_granule());
       CHECK(failures >= static_cast<int>(steps) - 1);
-      for (std::size_t i = 0; i < a.size(); ++i)
-        REQUIRE(a[i].value == static_cast<int>(i));
+      CHECK(test::first_wrong(a.size(), [&](std::size_t i) {
+              return a[i].value == static_cast<int>(i);
+            }) == a.size());
     }
     CHECK(Tracked::live() == 0);
   }
@@ -412,8 +414,8 @@ TEST_SUITE("dynarray") {
     }
     CHECK(a.size() == size);
     CHECK(a.capacity() == capacity);
-    for (std::size_t i = 0; i < size; ++i)
-      REQUIRE(a[i] == make<std::string>(i));
+    CHECK(test::first_wrong(size, [&](std::size_t i) { return a[i] == make<std::string>(i); }) ==
+          size);
     a.push_back("z");  // usable afterwards
     CHECK(a.back() == "z");
   }

@@ -241,7 +241,7 @@ TEST_SUITE("sub_page") {
 
   TEST_CASE("trim_pools releases idle runs: RSS drops and address space goes back") {
     FreshPools fresh;
-    constexpr int kArrays = 16000;  // 16000 x 2 KiB = 31 MiB, under the default resident limit
+    constexpr int kArrays = 6000;  // 6000 x 2 KiB = 12 MiB, under the default resident limit
     {
       std::vector<DynArray<int>> live;
       live.reserve(kArrays);
