@@ -304,13 +304,15 @@ TEST_SUITE("sub_page") {
   TEST_CASE("threads create and destroy tiny arrays at once; every array keeps its elements") {
     FreshPools fresh;
     constexpr int kThreads = 4;
+    // Under valgrind, which runs one thread at a time, fewer rounds through the same paths.
+    const int rounds = test::under_valgrind() ? 600 : 2000;
     std::atomic<int> bad{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([t, &bad] {
+      threads.emplace_back([t, rounds, &bad] {
         std::vector<DynArray<int>> mine;
         std::vector<int> seeds;  // mine[k] holds seeds[k] + j: a slot handed out twice breaks it
-        for (int round = 0; round < 2000; ++round) {
+        for (int round = 0; round < rounds; ++round) {
           const int seed = t * 1000000 + round * 100;
           DynArray<int>& a = mine.emplace_back(reservoir::max_elements(16 + round % 4 * 128));
           seeds.push_back(seed);
@@ -322,7 +324,9 @@ TEST_SUITE("sub_page") {
             seeds.erase(seeds.begin() + k);
           }
           if (t == 0 && round % 100 == 0) reservoir::trim_pools();
-          if (t == 1 && round % 500 == 0) reservoir::set_pool_resident_limit(round % 1000 ? 0 : 1);
+          // The resident limit alternates between 1 and 0 four times a run.
+          if (t == 1 && round % (rounds / 4) == 0)
+            reservoir::set_pool_resident_limit(round / (rounds / 4) % 2 ? 0 : 1);
           if (round % 50 != 49) continue;
           for (std::size_t k = 0; k < mine.size(); ++k) {
             for (int j = 0; j < 16; ++j)
