@@ -13,7 +13,7 @@ presets=("$@")
 groups=(base)
 for p in "${presets[@]}"; do
   case "$p" in
-    tsan) groups+=(clang) ;;
+    asan | tsan) groups+=(clang) ;;
     # The clang preset carries valgrind's annotations: their header comes with valgrind.
     clang) groups+=(clang valgrind) ;;
     libcxx | posix-generic) groups+=(libcxx) ;;
