@@ -32,15 +32,37 @@ namespace pal = reservoir::pal;
 
 namespace {
 
+// The first line of /proc/PID/NAME, or "" where there is none (other OSes).
+std::string proc_line(pid_t pid, const char* name) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return "";
+  char buf[512] = {};
+  const bool read = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  std::string line = read ? buf : "";
+  if (!line.empty() && line.back() == '\n') line.pop_back();
+  return line;
+}
+
 // Waits for `pid` until `deadline`; kills it then. 0: exited with status 0; 1: hung (killed);
-// 2: exited otherwise or died of a signal.
-int wait_with_deadline(pid_t pid, std::chrono::steady_clock::time_point deadline) {
+// 2: exited otherwise or died of a signal. For a hung child, *seen (if given) receives what it
+// was doing when it was killed (Linux: its state and kernel wait channel, and the system call it
+// was in): a futex wait is a lock never released, a running child only a slow one.
+int wait_with_deadline(pid_t pid, std::chrono::steady_clock::time_point deadline,
+                       std::string* seen = nullptr) {
   for (;;) {
     int status = 0;
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
     if (r == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
     if (r < 0) return 2;
     if (std::chrono::steady_clock::now() > deadline) {
+      if (seen) {
+        const std::string stat = proc_line(pid, "stat");
+        const auto paren = stat.rfind(')');
+        *seen = "state " + (paren != std::string::npos ? stat.substr(paren + 2, 1) : "?") +
+                ", wchan " + proc_line(pid, "wchan") + ", syscall " + proc_line(pid, "syscall");
+      }
       ::kill(pid, SIGKILL);
       (void)::waitpid(pid, &status, 0);
       return 1;
@@ -92,6 +114,7 @@ RESERVOIR_CHILD("process.fork_while_threads_churn") {
     });
   }
   int hangs = 0, failures = 0;
+  std::string seen;
   for (int f = 0; f < kForks; ++f) {
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -99,15 +122,20 @@ RESERVOIR_CHILD("process.fork_while_threads_churn") {
       continue;
     }
     if (pid == 0) ::_exit(use_arrays_after_fork());
+    // A child takes milliseconds; a deadlock never ends. 30 s tells the two apart on a machine
+    // loaded by other builds, where 5 s once did not.
+    std::string why;
     const int r =
-        wait_with_deadline(pid, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+        wait_with_deadline(pid, std::chrono::steady_clock::now() + std::chrono::seconds(30), &why);
+    if (r == 1 && seen.empty()) seen = why;
     hangs += r == 1;
     failures += r == 2;
   }
   stop = true;
   for (std::thread& t : threads)
     t.join();
-  std::printf("forks %d, hangs %d, failures %d\n", kForks, hangs, failures);
+  std::printf("forks %d, hangs %d, failures %d%s%s\n", kForks, hangs, failures,
+              seen.empty() ? "" : "; the first hung child: ", seen.c_str());
   return hangs == 0 && failures == 0 ? 0 : 1;
 }
 
