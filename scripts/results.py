@@ -166,10 +166,10 @@ def generate(docs):
                 if d and v:
                     parts.append(f"{t} {ratio(v, d)}")
         if parts:
+            where = "same run" if apart and many else apart.strip(" ()")
             out.append(f"- **Mixed workload** (arrays of arrays created, copied, grown and "
-                       f"destroyed, {mixed[0]['size']} iterations; "
-                       f"{'same run' if apart and many else apart.strip(' ()')}), DynArray's total "
-                       f"against `std::vector`'s: {', '.join(parts)}.")
+                       f"destroyed, {mixed[0]['size']} iterations{'; ' + where if where else ''}), "
+                       f"DynArray's total against `std::vector`'s: {', '.join(parts)}.")
     conc = [r for r in cells(doc, "concurrent") if r["status"] == "ok"]
     if conc:
         parts = []
