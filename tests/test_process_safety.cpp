@@ -226,9 +226,10 @@ RESERVOIR_CHILD("process.cancel_appending_vector") {
 TEST_SUITE("threads") {
   TEST_CASE("fork while other threads create and destroy arrays: the child never hangs") {
     if (kAddressSanitizer) {
-      // The sanitizer's own allocator lock is not held across fork (GCC 12's libasan): a child
-      // forked while another thread allocates waits on it in operator new, whatever reservoir
-      // does. The release, clang and libc++ builds run this test.
+      // GCC 12's libasan does not hold its allocator lock across fork: a child forked while
+      // another thread allocates waits on it in operator new, whatever reservoir does. clang
+      // 14's passed one run of 200 forks here, too little to rely on. The release, clang and
+      // libc++ builds run this test.
       MESSAGE("skipped under AddressSanitizer: its allocator is not fork-safe with threads");
       return;
     }
