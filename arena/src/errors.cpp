@@ -54,11 +54,13 @@ class RefusalCategory final : public std::error_category {
     return "reservoir refusal " + std::to_string(value);
   }
 };
+// Constant-initialized, not a function-local static, whose initialization guard could be
+// left "in progress" in a child forked while another thread was making it.
+constinit const RefusalCategory g_refusal_category;
 }  // namespace
 
 const std::error_category& refusal_category() noexcept {
-  static const RefusalCategory c;
-  return c;
+  return g_refusal_category;
 }
 
 std::error_code make_error_code(Refusal r) noexcept {

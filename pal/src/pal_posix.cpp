@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstdint>
@@ -102,13 +103,37 @@ std::size_t read_proc_kib(const char* path, const char* key) noexcept {
 // ---- sizes -------------------------------------------------------------------------------------
 
 namespace {
+// What the OS answers once is kept in constant-initialized atomics, never in function-local
+// statics: a static's initialization guard stays "in progress" in a child forked while another
+// thread was initializing it, and the child then waits for it forever. Two threads that ask
+// first may both ask the OS; they get the same answer.
+
+// A yes/no answer kept in `slot` (-1: not asked yet).
+template <class Ask>
+bool kept_answer(std::atomic<int>& slot, Ask ask) noexcept {
+  int v = slot.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = ask() ? 1 : 0;
+    slot.store(v, std::memory_order_relaxed);
+  }
+  return v != 0;
+}
+
+std::atomic<std::size_t> g_os_page_size{0};  // 0: not asked yet
+// Linux only (the other systems' answers are constants):
+[[maybe_unused]] std::atomic<int> g_barrier_registered{-1};
+[[maybe_unused]] std::atomic<int> g_thp_honoured{-1};
+[[maybe_unused]] std::atomic<int> g_host_reclaims{-1};
+
 // The kernel's page size, whatever a test forces page_size() to: the unit of the page counts the
 // OS reports (RSS).
 std::size_t os_page_size() noexcept {
-  static const std::size_t size = [] {
-    long v = ::sysconf(_SC_PAGESIZE);
-    return v > 0 ? static_cast<std::size_t>(v) : static_cast<std::size_t>(::getpagesize());
-  }();
+  std::size_t size = g_os_page_size.load(std::memory_order_relaxed);
+  if (size == 0) {
+    const long v = ::sysconf(_SC_PAGESIZE);
+    size = v > 0 ? static_cast<std::size_t>(v) : static_cast<std::size_t>(::getpagesize());
+    g_os_page_size.store(size, std::memory_order_relaxed);
+  }
   return size;
 }
 }  // namespace
@@ -262,14 +287,14 @@ bool process_barrier_supported() noexcept {
   std::error_code ec;
   if (injected_failure(Op::barrier, &ec)) return false;
 #if RESERVOIR_PAL_LINUX
-  // Registered once per process; a kernel without the command (before 4.14) or a sandbox that
-  // filters the call answers no, and then nothing relies on it.
-  static const bool registered = [] {
+  // Registered once per process (registering again, by a second thread asking first, changes
+  // nothing); a kernel without the command (before 4.14) or a sandbox that filters the call
+  // answers no, and then nothing relies on it.
+  return kept_answer(g_barrier_registered, [] {
     const long commands = membarrier_call(MEMBARRIER_CMD_QUERY);
     return commands > 0 && (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
            membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
-  }();
-  return registered;
+  });
 #else
   return false;
 #endif
@@ -327,14 +352,13 @@ bool transparent_huge_pages() noexcept {
 #if RESERVOIR_PAL_LINUX && defined(MADV_HUGEPAGE)
   // The file reads "always [madvise] never": the bracketed word is the mode in force. `always`
   // and `madvise` both honour MADV_HUGEPAGE; `never` (or no file: no THP) ignores it.
-  static const bool on = [] {
+  return kept_answer(g_thp_honoured, [] {
     char buf[128];
     if (!read_small_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf)) {
       return false;
     }
     return std::strstr(buf, "[always]") != nullptr || std::strstr(buf, "[madvise]") != nullptr;
-  }();
-  return on;
+  });
 #else
   return false;
 #endif
@@ -347,7 +371,7 @@ bool host_reclaims_free_pages() noexcept {
   // bit 5; the features file lists bits from 0 as '0'/'1') hands free guest pages to the host in
   // blocks of the page reporting order (2 MiB by default). Such blocks are exactly what a huge
   // page is made of, and the host must fault them in again when the guest reuses them.
-  static const bool reclaims = [] {
+  return kept_answer(g_host_reclaims, [] {
     char path[96];
     char buf[160];
     for (int i = 0; i < 64; ++i) {
@@ -363,8 +387,7 @@ bool host_reclaims_free_pages() noexcept {
       }
     }
     return false;
-  }();
-  return reclaims;
+  });
 #else
   return false;
 #endif
