@@ -338,6 +338,14 @@ struct SmallBudget {
 // refuses huge reservations, nor under a small RLIMIT_AS): the large classes' chunks are then
 // reserved too. Otherwise it says so in the calling test case, which skips.
 bool full_default_here() {
+  // The tests hold up to eight default arrays at once, each of which gets the full default only
+  // while live arrays use at most a quarter of the budget.
+  if (reservoir::address_space_budget() / 4 < 8 * reservoir::kDefaultReserveBytes) {
+    MESSAGE("the address-space budget (" << (reservoir::address_space_budget() >> 30)
+                                         << " GiB; ThreadSanitizer builds count 1 TiB of address "
+                                            "space) holds too few full default reservations");
+    return false;
+  }
   DynArray<int> probe;
   probe.push_back(1);
   if (probe.max_size() == DynArray<int>::default_max_size()) return true;

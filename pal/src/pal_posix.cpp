@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cerrno>
@@ -161,6 +162,19 @@ std::size_t address_space_size() noexcept {
       static_cast<std::size_t>(lim.rlim_cur) < size) {
     size = static_cast<std::size_t>(lim.rlim_cur);
   }
+#if defined(__SANITIZE_THREAD__)
+#define RESERVOIR_PAL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RESERVOIR_PAL_TSAN 1
+#endif
+#endif
+#if defined(RESERVOIR_PAL_TSAN)
+  // ThreadSanitizer keeps most of the address space for its shadow and refuses the program
+  // mappings outside its application ranges (x86-64: about 2 TiB, part of it taken by where ASLR
+  // puts the first mapping): count 1 TiB, so that the budget is half of that.
+  size = std::min(size, std::size_t{1} << 40);
+#endif
   return size ? size : 1;
 }
 
