@@ -107,6 +107,9 @@ void ConcurrentCore::take(ConcurrentCore& other) noexcept {
   max_size_ = std::exchange(other.max_size_, 0);
   ready_ = std::exchange(other.ready_, nullptr);
   data_offset_ = std::exchange(other.data_offset_, 0);
+  solo_end_ = std::exchange(other.solo_end_, 0);
+  solo_claimed_.store(other.solo_claimed_.exchange(0, std::memory_order_relaxed),
+                      std::memory_order_relaxed);
   claimed_.store(other.claimed_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
   published_.store(other.published_.exchange(0, std::memory_order_relaxed),
                    std::memory_order_relaxed);
@@ -142,14 +145,24 @@ void ConcurrentCore::end_solo() {
                               "reservoir::ConcurrentDynArray: a second appending thread "
                               "needs a process-wide memory barrier");
     }
-    // A solo claim or publish in progress finishes (the owner's next one sees kRevoking).
+    // A solo claim or publish in progress finishes (the owner's next one sees kRevoking). Then
+    // every solo claim is counted but append_solo's claims stored after the barrier, whose
+    // owner sees kRevoking and asks solo_claim_counted.
     while (solo_depth_.load(std::memory_order_acquire) != 0)
       pal::yield_thread();
+    solo_end_ = solo_claimed_.load(std::memory_order_relaxed);
+    claimed_.store(solo_end_, std::memory_order_relaxed);
     mode_.store(kShared, std::memory_order_release);
     return;
   }
-  while (mode_.load(std::memory_order_acquire) == kRevoking)
+  (void)wait_while_revoking();
+}
+
+unsigned char ConcurrentCore::wait_while_revoking() const noexcept {
+  unsigned char mode = kRevoking;
+  while ((mode = mode_.load(std::memory_order_acquire)) == kRevoking)
     pal::yield_thread();
+  return mode;
 }
 
 ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, size_type n,

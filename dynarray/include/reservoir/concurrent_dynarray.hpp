@@ -62,12 +62,12 @@
 //     ownership with one CAS. The first append (or attempt: a full array too) from another
 //     thread ends solo mode for good: that thread issues one process-wide memory barrier (Linux
 //     membarrier, tens of microseconds) and waits for a claim or publish of the owner that is in
-//     progress (a few instructions, or one commit step), never for a construction that runs
-//     code of the user's (an element that is a trivial copy, such as an int, is stored inside
-//     the owner's append: a few instructions more, or a page fault). That wait is
-//     the one place where an append depends on another thread being scheduled: a real-time
-//     thread that preempts the owner on the owner's CPU, or a child forked while the owner was in
-//     a claim or publish, would wait for good. If the OS refuses the barrier, that append throws
+//     progress (a few instructions, or one commit step), never for a construction. An append of
+//     the owner's that meets the end of solo mode waits in turn until it has ended (that
+//     barrier). These waits are the one place where an append depends on another thread being
+//     scheduled: a real-time thread that preempts the other one on its CPU, or a child forked
+//     while the owner was in a claim or publish or another thread was ending solo mode, would
+//     wait for good. If the OS refuses the barrier, that append throws
 //     std::system_error and adds nothing, and the array stays in solo mode (each later attempt
 //     asks again). Where no such barrier is available (Windows, macOS, FreeBSD, the
 //     posix-generic build) every append takes the shared path from the start. A thread started

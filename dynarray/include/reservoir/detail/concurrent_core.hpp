@@ -108,33 +108,38 @@ class ConcurrentCore {
     return section.solo() ? claim_solo(element_size, n, partial, claimed_count)
                           : claim_shared(element_size, n, partial, claimed_count);
   }
-  // The owner's whole append of one slot in solo mode, claim and publish in one section, for an
-  // element whose construction runs none of the user's code (a trivial copy: it cannot throw,
-  // append nor wait). Calls construct(i) for the next slot i and returns i + 1; returns 0 having
-  // done nothing when this is not that case: not solo mode or not its owner, an append of the
-  // owner's in progress (this one is nested in its construction), or no committed slot left. The
-  // caller then appends the general way (claim(), construct, publish()).
+  // The owner's whole append of one slot in solo mode, for an element whose construction runs
+  // none of the user's code (a trivial copy: it cannot throw, append nor wait). Calls
+  // construct(i) for the next slot i and returns i + 1; returns 0 having done nothing when this
+  // is not that case: not solo mode or not its owner, an append of the owner's unpublished (this
+  // one is nested in its construction), or no committed slot left. The caller then appends the
+  // general way (claim(), construct, publish()).
+  //
+  // No section: the claim itself announces the append. It is checked before it is made, as it
+  // cannot be taken back (the thread ending solo mode may have counted it), and solo mode is
+  // checked after it, with end_solo's barrier between the two: either that thread counts the
+  // claim, or the owner sees solo mode ending and waits for its decision (solo_claim_counted).
+  // Three stores: the claim, the element, published_.
   template <class Construct>
   size_type append_solo(Construct&& construct) noexcept {
     if (mode_.load(std::memory_order_relaxed) != kSolo ||
         owner_.load(std::memory_order_relaxed) != thread_token())
       return 0;
-    // As Section's enter_as_owner: announced, then mode_ checked again (end_solo's barrier).
-    const unsigned depth = solo_depth_.load(std::memory_order_relaxed);
-    solo_depth_.store(depth + 1, std::memory_order_relaxed);
+    const size_type i = solo_claimed_.load(std::memory_order_relaxed);
+    if (published_.load(std::memory_order_relaxed) != i ||
+        i >= capacity_.load(std::memory_order_relaxed))
+      return 0;
+    solo_claimed_.store(i + 1, std::memory_order_relaxed);
+    // Paired with end_solo's process-wide barrier: a full fence between the store above and the
+    // load below, paid by the thread that ends solo mode.
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    size_type end = 0;
-    const size_type i = claimed_.load(std::memory_order_relaxed);
-    if (mode_.load(std::memory_order_relaxed) == kSolo &&
-        i < capacity_.load(std::memory_order_relaxed) &&
-        published_.load(std::memory_order_relaxed) == i) {
-      construct(i);
-      claimed_.store(i + 1, std::memory_order_relaxed);
-      published_.store(i + 1, std::memory_order_release);  // as publish_solo: nothing follows i
-      end = i + 1;
-    }
-    solo_depth_.store(depth, std::memory_order_release);
-    return end;
+    if (mode_.load(std::memory_order_relaxed) != kSolo && !solo_claim_counted(i)) return 0;
+    construct(i);
+    // published_ is i, and only this thread moves it from there: readers move it over ready
+    // marks, and slot i has none. Every element below i was written by this thread, so a plain
+    // release store publishes them all, in solo mode or after it.
+    published_.store(i + 1, std::memory_order_release);
+    return i + 1;
   }
 
   // As claim(element_size), but std::nullopt instead of throwing.
@@ -160,10 +165,11 @@ class ConcurrentCore {
   // each publish in solo_depth_ and then checks mode_ with only a compiler barrier between; the
   // first other thread to append sets mode_ to kRevoking, issues a process-wide barrier (which
   // orders the owner's accesses as a full fence would have), waits until no solo claim or publish
-  // is in progress, and sets kShared for good. Either the owner sees kRevoking and goes on the
-  // shared way, or the other thread sees its claim or publish in progress and waits for it: never
-  // both at once. Constructions are outside these sections, so nobody waits for one, but for a
-  // trivial copy (append_solo), which runs no code of the user's.
+  // is in progress, counts the claims solo mode made (solo_end_, where the shared claims start)
+  // and sets kShared for good. Either the owner sees kRevoking and goes on the shared way, or the
+  // other thread sees its claim or publish in progress and waits for it: never both at once.
+  // Constructions are outside these sections, so nobody waits for one. A trivial copy's append
+  // (append_solo) has no section: its claim is the announcement, and the owner waits instead.
   enum : unsigned char { kSolo, kRevoking, kShared };
 
   // One claim or one publish: solo or shared, decided when it starts.
@@ -181,8 +187,11 @@ class ConcurrentCore {
             core.owner_.compare_exchange_strong(owner, me, std::memory_order_relaxed))
           owner = me;
         if (owner == me) {
-          enter_as_owner();
-          return;
+          if (enter_as_owner()) return;
+          // Solo mode is ending: shared claims start where the thread ending it counts the solo
+          // ones, once it has (or solo mode goes on, if its barrier was refused).
+          (void)core.wait_while_revoking();
+          continue;
         }
         core.end_solo();
       }
@@ -192,7 +201,7 @@ class ConcurrentCore {
     Section(ConcurrentCore& core, ForPublish) noexcept : core_(&core) {
       if (core.mode_.load(std::memory_order_acquire) != kShared &&
           core.owner_.load(std::memory_order_relaxed) == thread_token())
-        enter_as_owner();
+        (void)enter_as_owner();  // a publish needs no wait: it does not touch the claims
     }
     ~Section() {
       if (solo_) core_->solo_depth_.store(depth_, std::memory_order_release);
@@ -202,7 +211,8 @@ class ConcurrentCore {
     bool solo() const noexcept { return solo_; }
 
    private:
-    void enter_as_owner() noexcept {
+    // True: in solo mode, announced. False: solo mode is ending or has ended.
+    bool enter_as_owner() noexcept {
       const unsigned depth = core_->solo_depth_.load(std::memory_order_relaxed);
       core_->solo_depth_.store(depth + 1, std::memory_order_relaxed);
       // Paired with end_solo's process-wide barrier: a full fence between the store above and
@@ -211,10 +221,11 @@ class ConcurrentCore {
       if (core_->mode_.load(std::memory_order_relaxed) == kSolo) {
         solo_ = true;
         depth_ = depth;
-        return;
+        return true;
       }
       // Ending: go on the shared way. No other thread appends before it has seen this store.
       core_->solo_depth_.store(depth, std::memory_order_release);
+      return false;
     }
 
     ConcurrentCore* core_;
@@ -225,19 +236,30 @@ class ConcurrentCore {
   // Ends solo mode, or waits while another thread ends it (then the mode is kShared, or kSolo
   // again if that thread's barrier was refused).
   void end_solo();
+  // Waits while another thread ends solo mode; returns the mode then (kShared, or kSolo if that
+  // thread's barrier was refused).
+  unsigned char wait_while_revoking() const noexcept;
+  // For append_solo, which has claimed slot i and then seen solo mode ending: waits until it has
+  // ended (or the barrier was refused) and says whether the claim stands. If not, the thread
+  // that ended it did not count the claim, and the shared claims start at i.
+  bool solo_claim_counted(size_type i) const noexcept {
+    // kSolo: the barrier was refused and no thread has counted the claims; a thread ending solo
+    // mode from now on sees this one (stored before the load that saw kSolo).
+    return wait_while_revoking() == kSolo || solo_end_ > i;
+  }
 
-  // The owner's claim in solo mode: as claim_shared, with a plain store.
+  // The owner's claim in solo mode: as claim_shared, with a plain store of solo_claimed_.
   size_type claim_solo(size_type element_size, size_type n, bool partial,
                        size_type* claimed_count) {
-    const size_type i = claimed_.load(std::memory_order_relaxed);
+    const size_type i = solo_claimed_.load(std::memory_order_relaxed);
     size_type k = n;
     if (partial) {
-      k = (std::min)(n, max_size_ - i);  // claimed_ <= capacity_ <= max_size_
+      k = (std::min)(n, max_size_ - i);  // solo_claimed_ <= capacity_ <= max_size_
       if (k == 0) throw_full();
     }
     const size_type cap = capacity_.load(std::memory_order_relaxed);
     if (i > cap || k > cap - i) commit_slots(element_size, i, k);  // throws, or capacity_ >= i + k
-    claimed_.store(i + k, std::memory_order_relaxed);
+    solo_claimed_.store(i + k, std::memory_order_relaxed);
     if (claimed_count != nullptr) *claimed_count = k;
     return i;
   }
@@ -252,7 +274,7 @@ class ConcurrentCore {
       mark_ready(i, n);
       return;
     }
-    published_.store(ready_run_end(i + n, claimed_.load(std::memory_order_relaxed)),
+    published_.store(ready_run_end(i + n, solo_claimed_.load(std::memory_order_relaxed)),
                      std::memory_order_release);
   }
 
@@ -323,8 +345,8 @@ class ConcurrentCore {
   }
 
   // Four cache lines. The first two are read-mostly: written by a commit (under commit_lock_),
-  // once when solo mode ends, and by moves. Appenders hammer claimed_ (and published_ when their
-  // blocks finish in order), and readers poll published_, so each has a line of its own.
+  // once when solo mode ends, and by moves. Appenders hammer the claims (and published_ when
+  // their blocks finish in order), and readers poll published_, so each has a line of its own.
   Arena data_arena_;
   Arena ready_arena_;
   size_type max_size_ = 0;
@@ -335,8 +357,13 @@ class ConcurrentCore {
   std::atomic<bool> out_of_order_{false};     // some block was marked ready
   std::atomic<bool> commit_lock_{false};      // held by the thread committing slots
   std::uint32_t data_offset_ = 0;  // from data_arena_'s base to the first slot (alignment.hpp)
-  alignas(64) std::atomic<size_type> claimed_{0};  // slots handed out
-  std::atomic<unsigned> solo_depth_{0};            // the owner's solo appends in progress
+  size_type solo_end_ = 0;         // the claims solo mode made; set once, when it ends
+  // The claims: solo mode's (the owner's plain stores) and the shared ones (a separate counter,
+  // so that a claim stored after solo mode ended, see append_solo, cannot overwrite a shared
+  // one). One line: in each mode only one of them is written.
+  alignas(64) std::atomic<size_type> claimed_{0};  // slots handed out once shared
+  std::atomic<size_type> solo_claimed_{0};         // slots handed out in solo mode
+  std::atomic<unsigned> solo_depth_{0};            // the owner's solo sections in progress
   // A prefix that is constructed and visible (size() may find more); mutable: size() advances it.
   alignas(64) mutable std::atomic<size_type> published_{0};
 };
