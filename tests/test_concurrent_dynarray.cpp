@@ -993,7 +993,7 @@ TEST_SUITE("concurrent") {
       REQUIRE(a[i] == encode(i / 1000, i % 1000));
   }
 
-  TEST_CASE("the owner's trivial copies take the one-section append until another thread appends") {
+  TEST_CASE("the owner's trivial copies take the sectionless append until another thread appends") {
     using reservoir::detail::ConcurrentCore;
     const bool solo = pal::process_barrier_supported();
     ConcurrentCore core(1000, sizeof(int), alignof(int), reservoir::ArenaOptions{});
@@ -1186,6 +1186,48 @@ TEST_SUITE("concurrent") {
       CHECK(a[k] == encode(0, k));
     CHECK(a[10] == encode(1, 0));
     CHECK(a[11] == encode(0, 10));
+  }
+
+  TEST_CASE("barriers refused while the owner appends: its claims stand, nothing is lost") {
+    // The owner's trivial append claims, then sees solo mode ending, waits, and finds it solo
+    // again (the barrier was refused): the claim stands and the append goes on in solo mode.
+    if (!pal::process_barrier_supported()) {
+      MESSAGE("no process-wide barrier on this system: arrays never enter solo mode");
+      return;
+    }
+    const std::uint64_t most = 4'000'000, attempts = valgrind_scale(3000);
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(most)};
+    std::atomic<bool> owner_started{false}, stop{false};
+    std::uint64_t appended = 0, refused = 0;
+    {
+      test::FaultGuard refuse(pal::Op::barrier, 0, std::uint64_t{1} << 40);
+      std::thread owner([&] {
+        a.push_back(encode(0, 0));
+        owner_started.store(true);
+        std::uint64_t k = 1;
+        for (; k < most && !stop.load(std::memory_order_relaxed); ++k) {
+          a.push_back(encode(0, k));
+          if (k % 256 == 0) std::this_thread::yield();  // the other thread's turn, on one core
+        }
+        appended = k;
+        stop.store(true);
+      });
+      while (!owner_started.load())
+        std::this_thread::yield();
+      std::uint64_t tried = 0;
+      for (; tried < attempts && !stop.load(); ++tried) {
+        refused += !a.try_emplace_back(encode(1, 0)).has_value();
+        std::this_thread::yield();  // a window of solo mode for the owner to see
+      }
+      stop.store(true);
+      owner.join();
+      CHECK(refused == tried);
+    }
+    MESSAGE(refused << " appends refused while the owner appended " << appended);
+    CHECK(refused > 0);
+    CHECK(a.size() == appended);  // the refused appends added nothing
+    CHECK(test::first_wrong(a.size(), [&](std::size_t k) { return a[k] == encode(0, k); }) ==
+          a.size());
   }
 
   TEST_CASE("without a process-wide barrier an array appends the shared way from the start") {

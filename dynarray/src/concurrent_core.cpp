@@ -146,8 +146,8 @@ void ConcurrentCore::end_solo() {
                               "needs a process-wide memory barrier");
     }
     // A solo claim or publish in progress finishes (the owner's next one sees kRevoking). Then
-    // every solo claim is counted but append_solo's claims stored after the barrier, whose
-    // owner sees kRevoking and asks solo_claim_counted.
+    // solo_claimed_ counts every solo claim, but perhaps not an append_solo claim stored after
+    // the barrier: its owner sees kRevoking and asks solo_claim_counted whether it was counted.
     while (solo_depth_.load(std::memory_order_acquire) != 0)
       pal::yield_thread();
     solo_end_ = solo_claimed_.load(std::memory_order_relaxed);

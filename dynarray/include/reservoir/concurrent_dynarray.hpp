@@ -69,10 +69,10 @@
 //     while the owner was in a claim or publish or another thread was ending solo mode, would
 //     wait for good. If the OS refuses the barrier, that append throws
 //     std::system_error and adds nothing, and the array stays in solo mode (each later attempt
-//     asks again). Where no such barrier is available (Windows, macOS, FreeBSD, the
-//     posix-generic build) every append takes the shared path from the start. A thread started
-//     after the owner ended may be taken for the owner (same thread-local address), which is
-//     harmless: the owner is gone.
+//     asks again; an append of the owner's that meets an attempt waits for its answer). Where no
+//     such barrier is available (Windows, macOS, FreeBSD, the posix-generic build) every append
+//     takes the shared path from the start. A thread started after the owner ended may be taken for
+//     the owner (same thread-local address), which is harmless: the owner is gone.
 // Memory: the elements plus one ready byte per element, committed as the elements are; the ready
 // bytes' pages stay untouched until a block first finishes out of order (never while one thread
 // appends alone, unless it appends from inside one of its own constructions), after which each
@@ -167,7 +167,7 @@ class ConcurrentDynArray {
   template <class... Args>
   size_type emplace_back(Args&&... args) {
     if constexpr (std::is_trivially_constructible_v<T, Args...>) {
-      // A plain copy: in solo mode, one section claims, constructs and publishes.
+      // A plain copy: in solo mode, the owner claims, stores and publishes it with no section.
       const size_type end = core_.append_solo([&](size_type k) noexcept {
         std::construct_at(slots() + k, std::forward<Args>(args)...);
       });

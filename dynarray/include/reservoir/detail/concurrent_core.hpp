@@ -110,10 +110,11 @@ class ConcurrentCore {
   }
   // The owner's whole append of one slot in solo mode, for an element whose construction runs
   // none of the user's code (a trivial copy: it cannot throw, append nor wait). Calls
-  // construct(i) for the next slot i and returns i + 1; returns 0 having done nothing when this
+  // construct(i) for the next slot i and returns i + 1; returns 0 having added nothing when this
   // is not that case: not solo mode or not its owner, an append of the owner's unpublished (this
-  // one is nested in its construction), or no committed slot left. The caller then appends the
-  // general way (claim(), construct, publish()).
+  // one is nested in its construction), no committed slot left, or a claim that the thread ending
+  // solo mode did not count. The caller then appends the general way (claim(), construct,
+  // publish()).
   //
   // No section: the claim itself announces the append. It is checked before it is made, as it
   // cannot be taken back (the thread ending solo mode may have counted it), and solo mode is
