@@ -9,6 +9,7 @@
 #include <system_error>
 #include <thread>
 
+#include <reservoir/arena.hpp>
 #include <reservoir/pal.hpp>
 
 #include "support.hpp"
@@ -91,6 +92,16 @@ TEST_SUITE("pal") {
 #if defined(_WIN32)
     CHECK(pal::allocation_granularity() == 65536);
 #endif
+  }
+
+  TEST_CASE("the address space counted is what the process may map") {
+    // The budget is half of it; under ThreadSanitizer, whose application ranges hold about
+    // 2 TiB, at most 1 TiB is counted (so that the budget stays well inside them).
+    CHECK(reservoir::address_space_budget() == pal::address_space_size() / 2);
+    if (kThreadSanitizer) {
+      CHECK(pal::address_space_size() <= std::size_t{1} << 40);
+      CHECK(reservoir::address_space_budget() <= std::size_t{1} << 39);
+    }
   }
 
   TEST_CASE("reserve, commit, write, decommit, commit again reads zeros") {

@@ -30,6 +30,15 @@
 #define RESERVOIR_PAL_LINUX 0
 #endif
 
+// A ThreadSanitizer build (GCC says __SANITIZE_THREAD__, clang __has_feature).
+#if defined(__SANITIZE_THREAD__)
+#define RESERVOIR_PAL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RESERVOIR_PAL_TSAN 1
+#endif
+#endif
+
 #if RESERVOIR_PAL_LINUX
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -162,13 +171,6 @@ std::size_t address_space_size() noexcept {
       static_cast<std::size_t>(lim.rlim_cur) < size) {
     size = static_cast<std::size_t>(lim.rlim_cur);
   }
-#if defined(__SANITIZE_THREAD__)
-#define RESERVOIR_PAL_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RESERVOIR_PAL_TSAN 1
-#endif
-#endif
 #if defined(RESERVOIR_PAL_TSAN)
   // ThreadSanitizer keeps most of the address space for its shadow and refuses the program
   // mappings outside its application ranges (x86-64: about 2 TiB, part of it taken by where ASLR
