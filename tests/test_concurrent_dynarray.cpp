@@ -1197,13 +1197,15 @@ TEST_SUITE("concurrent") {
     }
     const std::uint64_t most = 4'000'000, attempts = valgrind_scale(3000);
     ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(most)};
-    std::atomic<bool> owner_started{false}, stop{false};
+    std::atomic<bool> owner_started{false}, tried_once{false}, stop{false};
     std::uint64_t appended = 0, refused = 0;
     {
       test::FaultGuard refuse(pal::Op::barrier, 0, std::uint64_t{1} << 40);
       std::thread owner([&] {
         a.push_back(encode(0, 0));
         owner_started.store(true);
+        while (!tried_once.load())  // at least one refused attempt, whatever the scheduling
+          std::this_thread::yield();
         std::uint64_t k = 1;
         for (; k < most && !stop.load(std::memory_order_relaxed); ++k) {
           a.push_back(encode(0, k));
@@ -1217,6 +1219,7 @@ TEST_SUITE("concurrent") {
       std::uint64_t tried = 0;
       for (; tried < attempts && !stop.load(); ++tried) {
         refused += !a.try_emplace_back(encode(1, 0)).has_value();
+        tried_once.store(true);
         std::this_thread::yield();  // a window of solo mode for the owner to see
       }
       stop.store(true);
