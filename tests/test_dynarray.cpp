@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -653,6 +654,98 @@ TEST_SUITE("dynarray") {
       REQUIRE(a[i] == 0);
     a.resize(2000, 7);
     CHECK(a[1999] == 7);
+  }
+
+  // The fill path: one memset where the value is one byte repeated (and the type has no
+  // padding), the element loop otherwise; both must give what std::vector gives, byte for byte.
+  template <class Container, class T>
+  std::vector<unsigned char> filled_bytes(const T& value, const T& other) {
+    Container c(300, other);
+    c.resize(100);  // the memory of 200 old elements, to be filled again
+    c.resize(700, value);
+    c.insert(c.end(), 50, value);
+    std::vector<unsigned char> bytes(c.size() * sizeof(T));
+    std::memcpy(bytes.data(), c.data(), bytes.size());
+    Container d;
+    d.assign(0, value);  // nothing reserved yet: a null first element
+    d.resize(0, value);
+    CHECK(d.empty());
+    d.assign(333, value);
+    CHECK(d.size() == 333);
+    CHECK(std::memcmp(d.data(), bytes.data() + 100 * sizeof(T), 333 * sizeof(T)) == 0);
+    return bytes;
+  }
+  template <class T>
+  void check_fill(const T& value, const T& other) {
+    CAPTURE(sizeof(T));
+    CHECK(filled_bytes<DynArray<T>>(value, other) == filled_bytes<std::vector<T>>(value, other));
+  }
+  struct TwoInts {
+    int a, b;
+  };
+  struct CharThenInt {  // three bytes of padding: never memset
+    char c;
+    int i;
+  };
+
+  TEST_CASE("resize, assign and insert of one value give std::vector's bytes, memset or not") {
+    for (int v : {0, -1, 0x01010101, 0x7f7f7f7f, 7, 0x01010100, -2})
+      check_fill<int>(v, 5);
+    check_fill<unsigned char>(0xab, 1);
+    check_fill<std::uint16_t>(0x1234, 1);
+    check_fill<std::uint16_t>(0x4545, 1);
+    check_fill<char>('\0', 'x');
+    check_fill<std::uint64_t>(~std::uint64_t{0}, 3);
+    check_fill<double>(0.0, 2.5);
+    check_fill<double>(-0.0, 2.5);  // bytes 80 00 ... 00: the loop, and the sign survives
+    check_fill<double>(1.5, 0.0);
+    check_fill<float>(0.0f, -1.0f);
+    check_fill<TwoInts>({0x02020202, 0x02020202}, {1, 1});
+    check_fill<TwoInts>({0x02020202, 0x02020203}, {0, 0});
+    check_fill<TwoInts>({0, 0}, {-1, -1});
+    DynArray<CharThenInt> p(10, CharThenInt{3, 0x03030303});
+    CHECK((p[9].c == 3 && p[9].i == 0x03030303));
+    static_assert(reservoir::detail::fillable_by_bytes<int>);
+    static_assert(reservoir::detail::fillable_by_bytes<double>);
+    static_assert(reservoir::detail::fillable_by_bytes<TwoInts>);
+    static_assert(!reservoir::detail::fillable_by_bytes<CharThenInt>);
+    static_assert(!reservoir::detail::fillable_by_bytes<std::string>);
+    DynArray<double> z(5, -0.0);
+    CHECK(std::signbit(z[4]));
+  }
+
+  template <class T>
+  void check_fill_bounds(const T& value, const T& other) {
+    // Counts on both sides of the memset/rep stos thresholds (1 KiB, 16 MiB) and with a tail
+    // shorter than 8 bytes: every element is value, and nothing past the last one is written.
+    for (const std::size_t bytes :
+         {std::size_t{8}, std::size_t{1016}, std::size_t{1024}, std::size_t{1032},
+          std::size_t{4096 + 8}, std::size_t{16} << 20}) {
+      for (const std::size_t extra : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
+        const std::size_t n = bytes / sizeof(T) + extra - (bytes == (std::size_t{16} << 20));
+        CAPTURE(sizeof(T));
+        CAPTURE(n);
+        std::vector<T> buffer(n + 4, other);
+        CHECK(reservoir::detail::uninitialized_fill_n(buffer.data(), n, value) ==
+              buffer.data() + n);
+        CHECK(
+            std::all_of(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(n),
+                        [&value](const T& x) { return std::memcmp(&x, &value, sizeof(T)) == 0; }));
+        CHECK(std::all_of(buffer.end() - 4, buffer.end(), [&other](const T& x) {
+          return std::memcmp(&x, &other, sizeof(T)) == 0;
+        }));
+      }
+    }
+  }
+
+  TEST_CASE("the fill helper writes exactly count elements at every size and element width") {
+    check_fill_bounds<std::uint16_t>(0x1234, 0xffff);
+    check_fill_bounds<int>(0x12345678, -1);
+    check_fill_bounds<int>(0, 9);
+    check_fill_bounds<std::uint64_t>(0x0123456789abcdefULL, 0);
+    check_fill_bounds<double>(1.5, 0.0);
+    check_fill_bounds<TwoInts>({1, 2}, {0, 0});  // 8 bytes, a struct
+    check_fill_bounds<char>('a', 'b');
   }
 
   TEST_CASE("unique_ptr and string elements are constructed and destroyed exactly once") {

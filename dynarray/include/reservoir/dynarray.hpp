@@ -37,6 +37,7 @@
 #include <reservoir/detail/alignment.hpp>
 #include <reservoir/detail/annotations.hpp>
 #include <reservoir/detail/array_iterator.hpp>
+#include <reservoir/detail/fill.hpp>
 #include <reservoir/detail/iterator_pairs.hpp>
 #include <reservoir/max_size.hpp>
 
@@ -359,7 +360,7 @@ class DynArray {
         commit_ahead(count, Arena::Populate::all);
         clear();
         annotate(end_, first_element() + count);
-        std::uninitialized_fill_n(first_element(), count, value);
+        detail::uninitialized_fill_n(first_element(), count, value);
         end_ = first_element() + count;
         return;
       }
@@ -524,7 +525,7 @@ class DynArray {
     resize_impl(n, [](T* p, size_type k) { std::uninitialized_value_construct_n(p, k); });
   }
   void resize(size_type n, const T& value) {
-    resize_impl(n, [&value](T* p, size_type k) { std::uninitialized_fill_n(p, k, value); });
+    resize_impl(n, [&value](T* p, size_type k) { detail::uninitialized_fill_n(p, k, value); });
   }
 
   void swap(DynArray& other) noexcept {
