@@ -60,7 +60,9 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
     fmt::print(
         "4. Concurrent appends: T threads append {} ints in total (median of {} reps; _writer: "
         "a Writer\n   per thread; _bulk: append_range batches of {}; _readers: one more thread "
-        "scans the published\n   prefix meanwhile)\n\n",
+        "scans the published\n   prefix meanwhile; claim_floor: one compare-and-swap per "
+        "element and a store into a populated\n   buffer, nothing else: what any per-element "
+        "claim costs at least)\n\n",
         rb::format_count(concurrent_size(cfg)), cfg.reps, rb::kBulkBatch);
   }
   fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <reservoir/concurrent_dynarray.hpp>
+#include <reservoir/detail/spin.hpp>
 #if defined(__linux__)
 #include <pthread.h>
 #include <sched.h>
@@ -248,14 +249,16 @@ inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray",
                                                         "concurrent_dynarray_readers",
                                                         "vector_mutex",
                                                         "deque_mutex",
-                                                        "tbb_concurrent_vector"};
+                                                        "tbb_concurrent_vector",
+                                                        "claim_floor"};
 #else
 inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray",
                                                         "concurrent_dynarray_writer",
                                                         "concurrent_dynarray_bulk",
                                                         "concurrent_dynarray_readers",
                                                         "vector_mutex",
-                                                        "deque_mutex"};
+                                                        "deque_mutex",
+                                                        "claim_floor"};
 #endif
 
 // --pin: the concurrent tables pin thread t to CPU t (mod the CPU count), so thread placement
@@ -329,8 +332,41 @@ double locked_build(std::uint64_t n, unsigned threads) {
   });
 }
 
+// The claim floor: the least an append that claims each element with one atomic
+// read-modify-write can cost. A compare-and-swap on a shared counter with ConcurrentDynArray's
+// backoff, then a store into one populated buffer: no publication, no commit, nothing for readers,
+// all of which push_back does on top. (One fetch_add per element, without backoff, is slower on
+// two threads or more: the counter's line moves at every append.)
+inline double claim_floor_build(std::uint64_t n, unsigned threads) {
+  const std::size_t bytes = std::max<std::size_t>(n * sizeof(int), sizeof(int));
+  int* const data = static_cast<int*>(populated_map(bytes));
+  struct alignas(64) Counter {
+    std::atomic<std::uint64_t> next{0};
+  } counter;
+  const double s = timed_concurrent(n, threads, [&counter, data](int v) {
+    std::uint64_t i = counter.next.load(std::memory_order_relaxed);
+    unsigned spins = reservoir::detail::kFirstBackoff;
+    while (!counter.next.compare_exchange_strong(i, i + 1, std::memory_order_relaxed)) {
+      if (spins > reservoir::detail::kMaxSpin) {
+        std::this_thread::yield();
+      } else {
+        for (unsigned k = 0; k < spins; ++k)
+          reservoir::detail::cpu_pause();
+        spins *= 2;
+      }
+      i = counter.next.load(std::memory_order_relaxed);
+    }
+    data[i] = v;
+  });
+  const bool all = counter.next.load() == n;
+  populated_unmap(data, bytes);
+  if (!all) throw std::logic_error("claim_floor lost elements");
+  return s;
+}
+
 inline double concurrent_build(std::string_view container, std::uint64_t n, unsigned threads,
                                const ArenaOptions& options) {
+  if (container == "claim_floor") return claim_floor_build(n, threads);
   if (container == "concurrent_dynarray") {
     ConcurrentDynArray<int> a(reservoir::max_elements(n), options);
     const double s = timed_concurrent(n, threads, [&a](int v) { a.push_back(v); });
