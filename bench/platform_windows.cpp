@@ -148,8 +148,17 @@ std::error_code run_process(const std::string& path, const std::vector<std::stri
   si.hStdOutput = write_end;
   si.hStdError = ::GetStdHandle(STD_ERROR_HANDLE);
   PROCESS_INFORMATION pi{};
-  BOOL ok = ::CreateProcessA(path.c_str(), cmd.data(), nullptr, nullptr, TRUE, 0, nullptr, nullptr,
-                             &si, &pi);
+  // ERROR_INTERNAL_ERROR is the system's own failure, not the request's: Wine returns it now and
+  // then when processes are started many times in a row (a bench run starts hundreds; seen in 1
+  // of 4 smoke runs). No process was created then, so starting it again is safe: a few tries,
+  // a little further apart each time.
+  BOOL ok = FALSE;
+  for (DWORD attempt = 0;; ++attempt) {
+    ok = ::CreateProcessA(path.c_str(), cmd.data(), nullptr, nullptr, TRUE, 0, nullptr, nullptr,
+                          &si, &pi);
+    if (ok || ::GetLastError() != ERROR_INTERNAL_ERROR || attempt == 4) break;
+    ::Sleep(10 * (attempt + 1));
+  }
   std::error_code spawn_error = ok ? std::error_code{} : last_error();
   ::CloseHandle(write_end);
   if (!ok) {
