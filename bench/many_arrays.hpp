@@ -8,14 +8,20 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <reservoir/dynarray.hpp>
+
+#if !defined(_WIN32)
+#include <sys/mman.h>
+#endif
 
 namespace reservoir::bench {
 
@@ -62,6 +68,62 @@ ManyArraysTimes many_arrays_run(std::uint64_t arrays, std::uint64_t per_array, M
   return t;
 }
 
+// page_floor: the least a default array can cost with any design that gives each array a range
+// of its own as large as a default array's and fresh memory. Every "array" starts a region of
+// its own (a 1 GiB slot and its 2 MiB gap, as the pools' 1 GiB tier lays them out) in one
+// read-write mapping made before the build (MAP_NORESERVE: no call, commit or charge per array),
+// so building one costs its first page's fault and the page tables of a new region, nothing
+// else; destroying one does nothing. The second round reuses the same regions (their pages are
+// present: the floor of a recycled array). POSIX only.
+class PageFloorRegions {
+ public:
+  static constexpr std::size_t kStride = (std::size_t{1} << 30) + (std::size_t{2} << 20);
+  explicit PageFloorRegions(std::uint64_t regions)
+      : regions_(regions), bytes_(static_cast<std::size_t>(regions) * kStride) {
+#if defined(_WIN32)
+    throw std::runtime_error("page_floor: POSIX only");
+#else
+#if defined(MAP_NORESERVE)
+    constexpr int kNoReserve = MAP_NORESERVE;
+#else
+    constexpr int kNoReserve = 0;  // FreeBSD: never reserved
+#endif
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | kNoReserve, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    base_ = static_cast<std::byte*>(p);
+#endif
+  }
+  PageFloorRegions(const PageFloorRegions&) = delete;
+  PageFloorRegions& operator=(const PageFloorRegions&) = delete;
+  ~PageFloorRegions() {
+#if !defined(_WIN32)
+    if (base_ != nullptr) ::munmap(base_, bytes_);
+#endif
+  }
+  // The next region's first element, round robin.
+  int* take() noexcept { return reinterpret_cast<int*>(base_ + (next_++ % regions_) * kStride); }
+
+ private:
+  std::uint64_t regions_;
+  std::size_t bytes_;
+  std::byte* base_ = nullptr;
+  std::uint64_t next_ = 0;
+};
+
+// One array of the page floor: appends are stores at its region's start.
+class PageFloorArray {
+ public:
+  explicit PageFloorArray(int* data) noexcept : data_(data) {}
+  void push_back(int v) noexcept { data_[size_++] = v; }
+  int back() const noexcept { return data_[size_ - 1]; }
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  int* data_;
+  std::size_t size_ = 0;
+};
+
 // container: dynarray (default-constructed, as users write it; with reserve_bytes > 0, each
 // reserves that much instead), vector, vector_reserve (reserve per_array first), deque.
 inline ManyArraysTimes many_arrays(std::string_view container, std::uint64_t arrays,
@@ -85,10 +147,17 @@ inline ManyArraysTimes many_arrays(std::string_view container, std::uint64_t arr
   if (container == "deque") {
     return many_arrays_run<std::deque<int>>(arrays, per_array, [] { return std::deque<int>(); });
   }
+  if (container == "page_floor") {
+    if (per_array * sizeof(int) > PageFloorRegions::kStride)
+      throw std::invalid_argument("page_floor: arrays larger than a region");
+    PageFloorRegions regions(arrays);
+    return many_arrays_run<PageFloorArray>(arrays, per_array,
+                                           [&regions] { return PageFloorArray(regions.take()); });
+  }
   throw std::invalid_argument("many: unknown container " + std::string(container));
 }
 
 inline constexpr const char* kManyArraysContainers[] = {"dynarray", "vector", "vector_reserve",
-                                                        "deque"};
+                                                        "deque", "page_floor"};
 
 }  // namespace reservoir::bench
