@@ -287,6 +287,81 @@ TEST_SUITE("slot_pool") {
     CHECK(bad.load() == 0);
   }
 
+  // Each thread keeps the last slot of each class it gave back for its own next array: another
+  // thread does not get it (the pool's LIFO would hand it over), it comes back to its pool when
+  // its thread has ended, and trim_pools() takes it from a thread that is still running.
+  template <class Make>
+  void check_thread_caches(Make make) {
+    FreshPools fresh;
+    const void* mine = nullptr;
+    {
+      auto a = make();
+      mine = a.data();
+    }
+    const void* other = nullptr;
+    std::thread([&] {
+      auto b = make();
+      other = b.data();
+    }).join();
+    CHECK(other != mine);  // still this thread's
+    {
+      auto a = make();
+      CHECK(a.data() == mine);  // taken again
+    }
+    // The other thread has ended: its slot is in the pool again, and is the warmest there.
+    {
+      auto a = make();  // this thread's own cached slot
+      auto b = make();  // from the pool: the ended thread's
+      CHECK(a.data() == mine);
+      CHECK(b.data() == other);
+    }
+    // A running thread's cached slot: counted while parked, and trim_pools() takes it.
+    std::atomic<int> stage{0};
+    std::thread t([&] {
+      {
+        auto c = make();
+      }
+      stage = 1;
+      while (stage.load() != 2)
+        std::this_thread::yield();
+      auto d = make();  // its cache was emptied: the pool's
+      d.push_back(7);
+      CHECK(d.back() == 7);
+    });
+    while (stage.load() != 1)
+      std::this_thread::yield();
+    CHECK(reservoir::pool_resident_bytes() > 0);
+    reservoir::trim_pools();
+    CHECK(reservoir::pool_resident_bytes() == 0);
+    stage = 2;
+    t.join();
+  }
+
+  TEST_CASE("a thread's last slot of a class is its own next array's: not another thread's") {
+    SUBCASE("page-granular slots") {
+      check_thread_caches([] {
+        DynArray<int> a(reservoir::max_elements(1000), paged());
+        a.push_back(1);
+        return a;
+      });
+    }
+    SUBCASE("sub-page slots") {
+      check_thread_caches([] {
+        DynArray<int> a(reservoir::max_elements(128));
+        a.push_back(1);
+        return a;
+      });
+    }
+    SUBCASE("large slots (a default array's tier, 64 MiB, asked for: whatever the budget)") {
+      if (test::under_valgrind()) return;  // valgrind refuses the large chunks
+      check_thread_caches([] {
+        DynArray<int> a(reservoir::max_elements(std::size_t{16} << 20));
+        a.push_back(1);
+        return a;
+      });
+    }
+  }
+
   TEST_CASE("guard pages fault between slots, before a slot and past a small reservation") {
     for (const char* name :
          {"pool.past_full_slot", "pool.below_slot", "pool.past_small_reservation"}) {

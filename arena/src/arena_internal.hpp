@@ -141,6 +141,46 @@ void return_sub_slot(std::byte* base, std::size_t slot_bytes) noexcept;
 void pool_lock_for_fork() noexcept;
 void pool_unlock_after_fork() noexcept;
 
+// A thread's own cache of pool slots: the last slot of each class it gave back, taken again by
+// its next arena of that class without the pools' lock, so that threads creating and destroying
+// arrays do not contend for it. It lives in the thread's reservation-cache slot (below), which
+// gives it its lock, its registry and its end. A cached slot is parked as in the pool (poisoned
+// under ASan, at most kPoolKeepPerSlot committed, counted in pool_resident_bytes()); a cached
+// sub-page slot still counts as in use in its run, until it goes back to the pool. Its bytes are
+// counted per thread, so that no shared counter moves at every array: a thread's cache keeps
+// pages only while the pools' parked bytes and its own stay under the resident limit, so all
+// threads' caches together may exceed the limit by what each holds (at most one slot a class).
+inline constexpr std::size_t kPoolClassCount = 7;  // slot_pool.cpp's classes
+inline constexpr std::size_t kPoolSubClassCount = 4;
+struct PoolCache {
+  struct Page {
+    std::byte* base = nullptr;  // nullptr: none
+    std::size_t committed = 0;
+  };
+  Page page[kPoolClassCount];
+  std::byte* sub[kPoolSubClassCount] = {};
+  std::size_t bytes = 0;  // committed bytes in the slots above (a sub-page slot: its stride)
+};
+// Gives every slot of `c` back to the pools and empties it (slot_pool.cpp), within the resident
+// limit, or with `keep_all` parked as they are (trim_pools then releases them and counts them).
+// Takes the pools' lock: the caller may hold the cache's (always taken before the pools'), not
+// the pools'.
+void flush_pool_cache(PoolCache& c, bool keep_all) noexcept;
+// The calling thread's pool cache, locked (its owner's lock: a trim, a reap or a fork waits for
+// it, never the other way round), or nullptr: the thread has no reservation-cache slot (with
+// `create`: the OS or the heap refused one; without: none was made yet, or the thread is
+// ending). unlock_pool_cache() before taking the pools' lock.
+PoolCache* lock_pool_cache(bool create) noexcept;
+void unlock_pool_cache() noexcept;
+// Gives every thread's cached pool slots back to the pools, ended threads' too, parked as they
+// are (trim_pools).
+void flush_all_pool_caches() noexcept;
+// The committed bytes in every thread's pool cache (pool_resident_bytes).
+std::size_t pool_cache_bytes() noexcept;
+// Gives the cached pool slots of threads that have ended back to the pools, if any thread has
+// ended since the last time (one load otherwise). Called before a take goes to the pools.
+void reap_ended_threads() noexcept;
+
 // ---- reservation_cache.cpp: destroyed arenas' reservations, parked for the next arena ---------
 
 struct Parked {

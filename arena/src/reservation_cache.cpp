@@ -69,6 +69,7 @@ struct ThreadSlot {
   std::atomic_flag busy;             // clear from construction (C++20)
   std::atomic<bool> retired{false};  // its thread has ended; the next reap frees it
   std::optional<Parked> parked;
+  PoolCache pool;              // the thread's cached pool slots (slot_pool.cpp), under `busy` too
   ThreadSlot* prev = nullptr;  // the registry, guarded by the cache's mutex
   ThreadSlot* next = nullptr;
 
@@ -84,6 +85,14 @@ struct ThreadSlot {
     unlock();
     return p;
   }
+  // Empties the pool cache and gives its slots back to the pools (which takes their lock: the
+  // caller may hold the cache's, taken before the pools' everywhere).
+  void flush_pool(bool keep_all) noexcept {
+    lock();
+    PoolCache c = std::exchange(pool, PoolCache{});
+    unlock();
+    flush_pool_cache(c, keep_all);
+  }
 };
 
 // Runs at the end of a thread that has a slot (the key's exit function). It takes no lock: on
@@ -97,9 +106,10 @@ void retire_slot(void* p) noexcept {
 }
 
 // Unlinks and frees the slots of ended threads; their parked reservations move to the shared
-// list (they stay counted) or, if the list cannot take them, back to the OS. Called with the
-// mutex held, so no take_all is emptying these slots at the same time.
-void reap_retired(ReservationCache& c) noexcept {
+// list (they stay counted) or, if the list cannot take them, back to the OS, and their cached
+// pool slots go back to the pools (within the resident limit, or as they are for a trim). Called
+// with the mutex held, so no take_all is emptying these slots at the same time.
+void reap_retired(ReservationCache& c, bool keep_all_pool_slots = false) noexcept {
   if (c.retired.load(std::memory_order_relaxed) == 0) return;
   for (ThreadSlot* s = c.slots; s;) {
     ThreadSlot* const next = s->next;
@@ -110,6 +120,7 @@ void reap_retired(ReservationCache& c) noexcept {
         c.slots = next;
       if (next) next->prev = s->prev;
       c.retired.fetch_sub(1, std::memory_order_relaxed);
+      s->flush_pool(keep_all_pool_slots);
       if (std::optional<Parked> p = s->take()) {
         try {
           c.entries.push_back(*p);
@@ -230,6 +241,44 @@ bool park(const Parked& p) noexcept {
   return true;
 }
 
+PoolCache* lock_pool_cache(bool create) noexcept {
+  ThreadSlot* const slot = my_slot(create);
+  if (slot == nullptr) return nullptr;
+  slot->lock();
+  return &slot->pool;
+}
+
+void unlock_pool_cache() noexcept {
+  if (ThreadSlot* const slot = my_slot(false)) slot->unlock();
+}
+
+void flush_all_pool_caches() noexcept {
+  ReservationCache& c = cache();
+  std::lock_guard lock(c.mutex);
+  reap_retired(c, true);  // ended threads' slots: their caches go back as they are freed
+  for (ThreadSlot* s = c.slots; s; s = s->next)
+    s->flush_pool(true);
+}
+
+void reap_ended_threads() noexcept {
+  ReservationCache& c = cache();
+  if (c.retired.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard lock(c.mutex);
+  reap_retired(c);
+}
+
+std::size_t pool_cache_bytes() noexcept {
+  ReservationCache& c = cache();
+  std::lock_guard lock(c.mutex);
+  std::size_t bytes = 0;
+  for (ThreadSlot* s = c.slots; s; s = s->next) {
+    s->lock();
+    bytes += s->pool.bytes;
+    s->unlock();
+  }
+  return bytes;
+}
+
 namespace {
 
 // Takes every parked reservation out of the cache (the shared list and every thread's slot).
@@ -286,6 +335,9 @@ void fork_child() {
   for (ThreadSlot* s = c.slots; s;) {
     ThreadSlot* const next = s->next;
     if (s != mine) {
+      // A cache its thread held busy may be half-written: its slots are left out (lost to the
+      // child, as that thread is).
+      if (!s->busy.test(std::memory_order_acquire)) flush_pool_cache(s->pool, false);
       if (!s->busy.test(std::memory_order_acquire) && s->parked) {
         try {
           c.entries.push_back(*s->parked);

@@ -34,6 +34,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "arena_internal.hpp"
@@ -54,6 +55,7 @@ constexpr std::size_t kClassBytes[] = {
     k64Bit ? std::size_t{1} << 30 : 0,
     k64Bit ? static_cast<std::size_t>(std::uint64_t{64} << 30) : 0};
 constexpr std::size_t kClasses = std::size(kClassBytes);
+static_assert(kClasses == kPoolClassCount);
 constexpr std::size_t kFirstLarge = 4;
 static_assert(kClassBytes[kFirstLarge - 1] == kLargestPoolSlot);
 
@@ -106,6 +108,7 @@ struct SizeClass {
 // ---- sub-page classes
 constexpr std::size_t kSubClassBytes[] = {256, 512, 1024, 2048};
 constexpr std::size_t kSubClasses = std::size(kSubClassBytes);
+static_assert(kSubClasses == kPoolSubClassCount);
 static_assert(kSubClassBytes[kSubClasses - 1] == kLargestSubPageSlot);
 static_assert(kSubClassBytes[0] % kSubPageSlotAlignment == 0);
 
@@ -383,6 +386,18 @@ bool take_sub_slot(std::size_t bytes, bool charge, std::byte** base,
   const std::size_t k = sub_class_of(bytes);
   const std::size_t size = kSubClassBytes[k];
   const std::size_t stride = size + kRedZone;
+  if (PoolCache* const c = lock_pool_cache(true)) {
+    std::byte* const cached = std::exchange(c->sub[k], nullptr);
+    if (cached != nullptr) c->bytes -= stride;
+    unlock_pool_cache();
+    if (cached != nullptr) {
+      unpoison(cached, size);
+      *base = cached;
+      *slot_bytes = size;
+      return true;
+    }
+  }
+  reap_ended_threads();  // their caches first, so that their slots are found below
   std::lock_guard lock(p.mutex);
   SubClass& sc = p.sub[k];
   std::byte* slot = nullptr;
@@ -405,7 +420,13 @@ bool take_sub_slot(std::size_t bytes, bool charge, std::byte** base,
   return true;
 }
 
-void return_sub_slot(std::byte* base, std::size_t slot_bytes) noexcept {
+namespace {
+
+// Gives a sub-page slot back to its pool. `own`: the parked bytes in the calling thread's cache,
+// counted with the pools' against the resident limit. `keep_all`: for trim_pools, which releases
+// what is parked itself (and counts it).
+void return_sub_slot_to_pool(std::byte* base, std::size_t slot_bytes, std::size_t own,
+                             bool keep_all) noexcept {
   const std::size_t k = sub_class_of(slot_bytes);
   const std::size_t stride = slot_bytes + kRedZone;
   Pools& p = pools();
@@ -418,11 +439,69 @@ void return_sub_slot(std::byte* base, std::size_t slot_bytes) noexcept {
   // The run being carved stays even when idle (trim_pools() releases it): releasing it would
   // make an array created and destroyed in a loop map, populate and unmap a run every time.
   const bool carving = sc.end == r.base + r.bytes;
-  if (--r.in_use == 0 && !carving &&
-      p.resident > p.resident_limit.load(std::memory_order_relaxed)) {
+  if (--r.in_use == 0 && !carving && !keep_all &&
+      p.resident + own > p.resident_limit.load(std::memory_order_relaxed)) {
     release_idle_runs(p, sc, stride, &r);
   }
   note_resident(p);
+}
+
+// Parks a slot of class k with `committed` bytes committed: at most kPoolKeepPerSlot of them,
+// and none once the resident limit is reached (`own` and `keep_all` as above).
+void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, std::size_t own,
+                         bool keep_all) noexcept {
+  Pools& p = pools();
+  std::lock_guard lock(p.mutex);
+  // 1. Keep at most kPoolKeepPerSlot committed, and nothing once the resident limit is reached.
+  const std::size_t share =
+      std::min(committed, kPoolKeepPerSlot / pal::page_size() * pal::page_size());
+  const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
+  const std::size_t keep = keep_all ? committed : p.resident + own + share <= limit ? share : 0;
+  const std::size_t now = decommit_beyond(base, keep, committed);
+  // 2. Park it: the free list has room for every slot carved (carve reserved it).
+  poison(base, now);
+  p.classes[k].free.push_back(FreeSlot{base, now});
+  p.resident += now;
+  if (is_large(k)) count_pool_spare(stride_of(k), true);
+  note_resident(p);
+}
+
+}  // namespace
+
+void flush_pool_cache(PoolCache& c, bool keep_all) noexcept {
+  c.bytes = 0;
+  for (std::size_t k = 0; k < kSubClasses; ++k) {
+    if (std::byte* const slot = std::exchange(c.sub[k], nullptr))
+      return_sub_slot_to_pool(slot, kSubClassBytes[k], 0, keep_all);
+  }
+  for (std::size_t k = 0; k < kClasses; ++k) {
+    const PoolCache::Page e = std::exchange(c.page[k], PoolCache::Page{});
+    if (e.base == nullptr) continue;
+    if (is_large(k)) count_pool_spare(stride_of(k), false);  // counted again as it is parked
+    return_slot_to_pool(e.base, k, e.committed, 0, keep_all);
+  }
+}
+
+void return_sub_slot(std::byte* base, std::size_t slot_bytes) noexcept {
+  // The thread's cache first, while the pools and it hold less than the resident limit: no lock.
+  const std::size_t k = sub_class_of(slot_bytes);
+  const std::size_t stride = slot_bytes + kRedZone;
+  const Pools& p = pools();
+  std::size_t own = 0;
+  if (PoolCache* const c = lock_pool_cache(false)) {
+    const bool room = c->sub[k] == nullptr &&
+                      p.resident_seen.load(std::memory_order_relaxed) + c->bytes + stride <=
+                          p.resident_limit.load(std::memory_order_relaxed);
+    if (room) {
+      poison(base, slot_bytes);
+      c->sub[k] = base;
+      c->bytes += stride;
+    }
+    own = c->bytes;
+    unlock_pool_cache();
+    if (room) return;
+  }
+  return_sub_slot_to_pool(base, slot_bytes, own, false);
 }
 
 bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, std::byte** base,
@@ -431,6 +510,28 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, std::
   const std::size_t k = class_of(usable);
   Pools& p = pools();
   if (k == kClasses || !p.enabled || align == 0 || align_of(k) % align != 0) return false;
+  // 0. The slot this thread gave back last, as step 1 below takes one from the pool. If the OS
+  //    refuses to decommit what it has beyond the new arena's granules, it is parked in the pool
+  //    as it is.
+  if (PoolCache* const c = lock_pool_cache(true)) {
+    const PoolCache::Page e = std::exchange(c->page[k], PoolCache::Page{});
+    c->bytes -= e.committed;
+    unlock_pool_cache();
+    if (e.base != nullptr) {
+      const std::size_t fit = std::min(e.committed, usable) / granule * granule;
+      const std::size_t now = decommit_beyond(e.base, fit, e.committed);
+      if (now == fit) {
+        if (is_large(k)) count_pool_spare(stride_of(k), false);
+        unpoison(e.base, fit);
+        *base = e.base;
+        *committed = fit;
+        return true;
+      }
+      if (is_large(k)) count_pool_spare(stride_of(k), false);  // counted again as it is parked
+      return_slot_to_pool(e.base, k, e.committed, 0, false);
+    }
+  }
+  reap_ended_threads();  // their caches first, so that their slots are found below
   std::lock_guard lock(p.mutex);
   SizeClass& sc = p.classes[k];
   // 1. A free slot: its committed prefix, cut to whole granules of the new arena inside its
@@ -475,19 +576,29 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, std::
 void return_slot(std::byte* base, std::size_t usable, std::size_t committed) noexcept {
   const std::size_t k = class_of(usable);
   Pools& p = pools();
-  std::lock_guard lock(p.mutex);
-  // 1. Keep at most kPoolKeepPerSlot committed, and nothing once the resident limit is reached.
-  const std::size_t share =
-      std::min(committed, kPoolKeepPerSlot / pal::page_size() * pal::page_size());
-  const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
-  const std::size_t keep = p.resident + share <= limit ? share : 0;
-  const std::size_t now = decommit_beyond(base, keep, committed);
-  // 2. Park it: the free list has room for every slot carved (carve reserved it).
-  poison(base, now);
-  p.classes[k].free.push_back(FreeSlot{base, now});
-  p.resident += now;
-  if (is_large(k)) count_pool_spare(stride_of(k), true);
-  note_resident(p);
+  // The thread's cache first, keeping what the pool would keep: at most kPoolKeepPerSlot, while
+  // everything parked stays under the resident limit. The decommit of the rest, if any, runs
+  // under the cache's own lock, which only a trim, a reap or a fork waits for.
+  std::size_t own = 0;
+  if (PoolCache* const c = lock_pool_cache(false)) {
+    if (c->page[k].base == nullptr) {
+      const std::size_t share =
+          std::min(committed, kPoolKeepPerSlot / pal::page_size() * pal::page_size());
+      const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
+      const std::size_t keep =
+          p.resident_seen.load(std::memory_order_relaxed) + c->bytes + share <= limit ? share : 0;
+      const std::size_t now = decommit_beyond(base, keep, committed);
+      poison(base, now);
+      if (is_large(k)) count_pool_spare(stride_of(k), true);
+      c->page[k] = PoolCache::Page{base, now};
+      c->bytes += now;
+      unlock_pool_cache();
+      return;
+    }
+    own = c->bytes;
+    unlock_pool_cache();
+  }
+  return_slot_to_pool(base, k, committed, own, false);
 }
 
 void pool_lock_for_fork() noexcept {
@@ -509,13 +620,14 @@ std::size_t pool_resident_limit() noexcept {
 }
 
 std::size_t pool_resident_bytes() noexcept {
-  return detail::pools().resident_seen.load(std::memory_order_relaxed);
+  return detail::pools().resident_seen.load(std::memory_order_relaxed) + detail::pool_cache_bytes();
 }
 
 std::size_t trim_pools() noexcept {
   using detail::kMax;
   detail::Pools& p = detail::pools();
   std::size_t released = 0;
+  detail::flush_all_pool_caches();  // every thread's cached slots, into the pools first
   std::lock_guard lock(p.mutex);
   for (std::size_t k = 0; k < detail::kClasses; ++k) {
     detail::SizeClass& sc = p.classes[k];

@@ -166,6 +166,17 @@ std::size_t reservation_cache_size() noexcept;
 // reuse_reservation = false never takes a slot and starts with zeroed pages. Thread-safe; a
 // forked child finds the pools consistent.
 //
+// Each thread keeps the last slot of each class (sub-page classes too) that it gave back, parked
+// as above, for its own next arena of that class: taking and returning it take no lock shared
+// with other threads, so threads that create and destroy arrays at once do not contend. Another
+// thread does not get that slot while its thread lives; when the thread has ended, its slots go
+// back to the pools (the next time any thread goes to them), and trim_pools() takes them from
+// running threads too. A thread keeps pages in its cache only while the pools' parked bytes and
+// its own stay under the resident limit (so all threads' caches together may exceed it by what
+// each holds: at most one slot a class, each at most kPoolKeepPerSlot committed). A forked child
+// gets the forking thread's cache and the slots of the other threads' caches (except one that
+// was being changed at the fork, which is left out).
+//
 // The large classes (64-bit systems) hold the reservations of default arrays: an arena whose
 // reservation is within 1/64 of 64 MiB, 1 GiB or 64 GiB (default_reservation_size's tiers) takes
 // a slot of that size, 2 MiB-aligned, with a never-committed 2 MiB gap to the next one, from a
@@ -184,11 +195,11 @@ inline constexpr std::size_t kDefaultPoolResidentLimit = std::size_t{64} << 20;
 // 0 parks every slot decommitted (its address space is still reused). Thread-safe.
 void set_pool_resident_limit(std::size_t bytes) noexcept;
 std::size_t pool_resident_limit() noexcept;
-// Committed bytes held by parked slots now.
+// Committed bytes held by parked slots now, the threads' caches included.
 std::size_t pool_resident_bytes() noexcept;
-// Decommits every parked slot and releases every chunk (and every sub-page run) none of whose
-// slots is in use: RAM and address space go back to the OS. Returns the bytes decommitted or
-// released. Live arenas are untouched.
+// Takes every thread's cached slots back into the pools, decommits every parked slot and
+// releases every chunk (and every sub-page run) none of whose slots is in use: RAM and address
+// space go back to the OS. Returns the bytes decommitted or released. Live arenas are untouched.
 std::size_t trim_pools() noexcept;
 
 // ---- sub-page slots ----------------------------------------------------------------------------
