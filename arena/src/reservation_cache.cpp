@@ -100,7 +100,20 @@ struct ThreadSlot {
 // whatever they held, and Wine runs it holding a lock every starting and ending thread takes. The
 // slot keeps its parked reservation (still counted) until the next reap. The count goes up first,
 // so it never reads 0 while a retired slot waits.
+//
+// It also leaves a marker as the thread's value, so that what runs later in the thread's exit
+// makes no new slot (my_slot): one made then might never be retired (Windows runs the exit
+// function once; its thread_local destructors may run after it), and what it cached would wait
+// for a trim. POSIX runs the exit function once more with the marker (glibc's next round), which
+// clears it: setting it again every round would run this in the last round too, after the
+// sanitizers have torn the thread down. A slot made in a later round is retired in the round
+// after it; only one made in the last round (glibc: the 4th) waits for trim_pools().
+char g_thread_ended;  // its address is the marker: never a slot
+void mark_thread_ended() noexcept;
+
 void retire_slot(void* p) noexcept {
+  if (p == &g_thread_ended) return;
+  mark_thread_ended();
   cache().retired.fetch_add(1, std::memory_order_relaxed);
   static_cast<ThreadSlot*>(p)->retired.store(true, std::memory_order_release);
 }
@@ -152,14 +165,22 @@ const SlotKey& slot_key() noexcept {
   return k;
 }
 
+void mark_thread_ended() noexcept {
+  const SlotKey& k = slot_key();
+  if (k.ok) (void)pal::set_thread_value(k.key, &g_thread_ended);  // refused: no worse than before
+}
+
 // This thread's slot, made if `create` and there is none. nullptr without one: before the
-// thread's first take_parked, once its slot is retired during thread exit, or if the OS or the
-// heap refused. Only take_parked creates, so arenas destroyed during thread exit after the slot
-// was retired park in the shared list instead of making a slot that would never be retired.
+// thread's first take (take_parked, or a take from the slot pools), once its slot is retired
+// during thread exit (from then on none is made: see retire_slot), or if the OS or the heap
+// refused. So arenas created or destroyed during thread exit after the slot was retired use the
+// shared list and the pools, never a slot that would never be retired.
 ThreadSlot* my_slot(bool create) noexcept {
   const SlotKey& k = slot_key();
   if (!k.ok) return nullptr;
-  auto* slot = static_cast<ThreadSlot*>(pal::thread_value(k.key));
+  void* const value = pal::thread_value(k.key);
+  if (value == &g_thread_ended) return nullptr;
+  auto* slot = static_cast<ThreadSlot*>(value);
   if (slot != nullptr || !create) return slot;
   slot = new (std::nothrow) ThreadSlot;
   if (slot == nullptr) return nullptr;
