@@ -367,16 +367,19 @@ TEST_SUITE("slot_pool") {
 // reports a CHECK failure when a destructor of a later round runs instrumented code).
 #if !defined(_WIN32) && !defined(RESERVOIR_TEST_TSAN) && !defined(RESERVOIR_TEST_ASAN)
   // Arrays made by a thread's own key destructors, after its slot was retired (rounds 1-3 of
-  // glibc's 4; the sanitizers tear a thread down in the 4th): the pool slot of the last one must
-  // be back in the pool at the next take, not cached in a slot that nobody retires.
+  // glibc's 4; the sanitizers tear a thread down in the 4th): every pool slot they used must be
+  // back in the pool at the next take, the one cached in a slot made during the exit (round 2,
+  // after the marker was cleared; retired in round 3) included: none stranded in a cache.
   pthread_key_t g_exit_key;
   int g_exit_rounds = 0;
   const void* g_exit_last = nullptr;
+  std::set<const void*> g_exit_slots;
   void exit_key_destructor(void*) {
     {
       DynArray<int> a(reservoir::max_elements(1000), paged());
       a.push_back(1);
       g_exit_last = a.data();
+      g_exit_slots.insert(a.data());
     }
     if (++g_exit_rounds < 3) pthread_setspecific(g_exit_key, &g_exit_rounds);
   }
@@ -391,9 +394,16 @@ TEST_SUITE("slot_pool") {
       pthread_setspecific(g_exit_key, &g_exit_rounds);
     }).join();
     CHECK(g_exit_rounds == 3);
-    DynArray<int> x(reservoir::max_elements(1000), paged());
-    x.push_back(1);
-    CHECK(x.data() == g_exit_last);  // the warmest slot in the pool: not stranded in a cache
+    CHECK(g_exit_slots.count(g_exit_last) == 1);
+    // As many arrays as the exit used slots, all alive: they take exactly those slots (the pool
+    // hands out its free slots before it carves a new one).
+    std::vector<DynArray<int>> again;
+    std::set<const void*> taken;
+    for (std::size_t i = 0; i < g_exit_slots.size(); ++i) {
+      again.emplace_back(reservoir::max_elements(1000), paged()).push_back(1);
+      taken.insert(again.back().data());
+    }
+    CHECK(taken == g_exit_slots);
     pthread_key_delete(g_exit_key);
   }
 #endif
