@@ -113,9 +113,10 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept {
   const std::size_t set = g_budget.load(std::memory_order_relaxed);
   const std::size_t budget = set ? set : space ? space / 2 : address_space_budget();
   const std::size_t reserved = reserved_address_space();
-  const std::size_t parked = std::min(
-      g_parked.load(std::memory_order_relaxed) + g_pool_spare.load(std::memory_order_relaxed),
-      reserved);
+  const std::size_t parked =
+      std::min(g_parked.load(std::memory_order_relaxed) +
+                   g_pool_spare.load(std::memory_order_relaxed) + detail::own_cached_spare(),
+               reserved);
   const std::size_t used = reserved - parked;  // what live arrays hold
   if (used <= budget / 4 && preferred <= budget / 4 - used && preferred <= cap) return preferred;
   const std::size_t small = std::min({preferred, kSmall, cap});

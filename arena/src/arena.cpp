@@ -110,7 +110,7 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
     a.reserved_ = reserved;
     a.committed_ = committed;
     a.granule_units_ = static_cast<std::uint32_t>(l.granule / kUnit);
-    a.max_step_granules_ = static_cast<std::uint16_t>(l.max_step / l.granule);
+    a.max_step_granules_ = static_cast<std::uint16_t>(detail::quotient_of(l.max_step, l.granule));
     // At most a guard page (64 KiB) plus a huge page of alignment: 528 units, 10 bits (a pool
     // slot's offset is 0: its mapping belongs to the pool).
     const auto offset = static_cast<std::size_t>(base - static_cast<std::byte*>(mapping));
@@ -229,7 +229,7 @@ bool Arena::park_in_cache() noexcept {
   // no commit call and no page fault. A refused decommit means: do not park.
   const std::size_t granule = this->granule();
   const std::size_t keep_limit =
-      std::max(granule, std::min(kDoublingStepLimit, max_step()) / granule * granule);
+      std::max(granule, detail::round_down(std::min(kDoublingStepLimit, max_step()), granule));
   if (!has(kReuseReservation) || keep_limit > detail::kCacheMaxCommitted) return false;
   const std::size_t keep = std::min(committed_, keep_limit);
   if (committed_ > keep && pal::decommit(base_ + keep, committed_ - keep)) return false;

@@ -62,14 +62,15 @@ std::size_t Arena::bounded_step() const noexcept {
   //   3. committed/8: large arenas commit in proportion to their size.
   const std::size_t granule = this->granule();
   std::size_t step = granule;
-  if (const std::size_t held = committed_ / granule; held > 1) {
-    const std::size_t doubling_cap = std::max<std::size_t>(kDoublingStepLimit / granule, 1);
+  if (const std::size_t held = detail::quotient_of(committed_, granule); held > 1) {
+    const std::size_t doubling_cap =
+        std::max<std::size_t>(detail::quotient_of(kDoublingStepLimit, granule), 1);
     step = std::max(step, granule * std::bit_floor(std::min(held, doubling_cap)));
   }
-  if (const std::size_t eighth = committed_ / 8 / granule; eighth > 1) {
+  if (const std::size_t eighth = detail::quotient_of(committed_ / 8, granule); eighth > 1) {
     step = std::max(step, granule * std::bit_floor(eighth));
   }
-  const std::size_t cap = std::max(granule, kPopulatedStepLimit / granule * granule);
+  const std::size_t cap = std::max(granule, detail::round_down(kPopulatedStepLimit, granule));
   return std::min({step, cap, max_step()});
 }
 
@@ -79,7 +80,7 @@ std::size_t Arena::commit_step() const noexcept {
   if (granule == 0) return 0;
   if (!geometric_steps()) return bounded_step();
   // The committed prefix, in whole granules rounded down to a power of two: each step doubles it.
-  const std::size_t held = std::max<std::size_t>(committed_ / granule, 1);
+  const std::size_t held = std::max<std::size_t>(detail::quotient_of(committed_, granule), 1);
   return std::min(granule * std::bit_floor(held), max_step());
 }
 

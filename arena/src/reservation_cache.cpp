@@ -288,6 +288,11 @@ void reap_ended_threads() noexcept {
   reap_retired(c);
 }
 
+std::size_t own_cached_spare() noexcept {
+  const ThreadSlot* const slot = my_slot(false);
+  return slot != nullptr ? slot->pool.spare.load(std::memory_order_relaxed) : 0;
+}
+
 std::size_t pool_cache_bytes() noexcept {
   ReservationCache& c = cache();
   std::lock_guard lock(c.mutex);

@@ -22,9 +22,13 @@
 // [guard][pad][slot 0][gap][slot 1][gap]...[slot n-1][gap], pad + guard < kLargeAlign. The
 // address space of a large chunk that no live arena holds (slots never carved, and parked ones)
 // is counted as spare (count_pool_spare), as parked reservations are, so it never makes a new
-// default array's tier smaller. A large chunk the OS refuses is no error: the arena reserves a
-// mapping of its own, as it would without the pools; nor is one asked for under an
-// address-space limit (RLIMIT_AS), where every reserved slot would count against the limit.
+// default array's tier smaller. A slot in a thread's cache (PoolCache) counts as spare for that
+// thread's own next default array only (own_cached_spare), as held for the others' (as it was a
+// moment before): a shared counter that every thread writes at every array would cost more than
+// the array (its cache line moving between cores), and a thread caches one slot a tier at most. A
+// large chunk the OS refuses is no error: the arena reserves a mapping of its own, as it would
+// without the pools; nor is one asked for under an address-space limit (RLIMIT_AS), where every
+// reserved slot would count against the limit.
 //
 // Locking: one mutex guards every class. A take or a return is a few loads and stores under it;
 // the OS is called under it only to reserve a new chunk, to decommit what a returned slot keeps
@@ -168,7 +172,7 @@ std::size_t class_of(std::size_t usable) noexcept {
   const std::size_t page = pal::page_size();
   for (std::size_t i = 0; i < kClasses; ++i) {
     const std::size_t size = kClassBytes[i];
-    if (size == 0 || size % page != 0 || usable > size) continue;
+    if (size == 0 || remainder_of(size, page) != 0 || usable > size) continue;
     if (!is_large(i) || usable >= size - size / 64) return i;
   }
   return kClasses;
@@ -453,8 +457,7 @@ void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, 
   Pools& p = pools();
   std::lock_guard lock(p.mutex);
   // 1. Keep at most kPoolKeepPerSlot committed, and nothing once the resident limit is reached.
-  const std::size_t share =
-      std::min(committed, kPoolKeepPerSlot / pal::page_size() * pal::page_size());
+  const std::size_t share = std::min(committed, round_down(kPoolKeepPerSlot, pal::page_size()));
   const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
   const std::size_t keep = keep_all ? committed : p.resident + own + share <= limit ? share : 0;
   const std::size_t now = decommit_beyond(base, keep, committed);
@@ -470,15 +473,14 @@ void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, 
 
 void flush_pool_cache(PoolCache& c, bool keep_all) noexcept {
   c.bytes = 0;
+  c.spare.store(0, std::memory_order_relaxed);
   for (std::size_t k = 0; k < kSubClasses; ++k) {
     if (std::byte* const slot = std::exchange(c.sub[k], nullptr))
       return_sub_slot_to_pool(slot, kSubClassBytes[k], 0, keep_all);
   }
   for (std::size_t k = 0; k < kClasses; ++k) {
     const PoolCache::Page e = std::exchange(c.page[k], PoolCache::Page{});
-    if (e.base == nullptr) continue;
-    if (is_large(k)) count_pool_spare(stride_of(k), false);  // counted again as it is parked
-    return_slot_to_pool(e.base, k, e.committed, 0, keep_all);
+    if (e.base != nullptr) return_slot_to_pool(e.base, k, e.committed, 0, keep_all);
   }
 }
 
@@ -509,25 +511,28 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, std::
   *error = {};
   const std::size_t k = class_of(usable);
   Pools& p = pools();
-  if (k == kClasses || !p.enabled || align == 0 || align_of(k) % align != 0) return false;
+  if (k == kClasses || !p.enabled || align == 0 || remainder_of(align_of(k), align) != 0)
+    return false;
   // 0. The slot this thread gave back last, as step 1 below takes one from the pool. If the OS
   //    refuses to decommit what it has beyond the new arena's granules, it is parked in the pool
   //    as it is.
   if (PoolCache* const c = lock_pool_cache(true)) {
     const PoolCache::Page e = std::exchange(c->page[k], PoolCache::Page{});
     c->bytes -= e.committed;
+    if (e.base != nullptr && is_large(k)) {
+      c->spare.store(c->spare.load(std::memory_order_relaxed) - stride_of(k),
+                     std::memory_order_relaxed);
+    }
     unlock_pool_cache();
     if (e.base != nullptr) {
-      const std::size_t fit = std::min(e.committed, usable) / granule * granule;
+      const std::size_t fit = round_down(std::min(e.committed, usable), granule);
       const std::size_t now = decommit_beyond(e.base, fit, e.committed);
       if (now == fit) {
-        if (is_large(k)) count_pool_spare(stride_of(k), false);
         unpoison(e.base, fit);
         *base = e.base;
         *committed = fit;
         return true;
       }
-      if (is_large(k)) count_pool_spare(stride_of(k), false);  // counted again as it is parked
       return_slot_to_pool(e.base, k, e.committed, 0, false);
     }
   }
@@ -541,7 +546,7 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, std::
     FreeSlot s = sc.free.back();
     sc.free.pop_back();
     p.resident -= s.committed;
-    const std::size_t fit = std::min(s.committed, usable) / granule * granule;
+    const std::size_t fit = round_down(std::min(s.committed, usable), granule);
     const std::size_t now = decommit_beyond(s.base, fit, s.committed);
     if (now != fit) {
       p.resident += s.committed;
@@ -582,16 +587,18 @@ void return_slot(std::byte* base, std::size_t usable, std::size_t committed) noe
   std::size_t own = 0;
   if (PoolCache* const c = lock_pool_cache(false)) {
     if (c->page[k].base == nullptr) {
-      const std::size_t share =
-          std::min(committed, kPoolKeepPerSlot / pal::page_size() * pal::page_size());
+      const std::size_t share = std::min(committed, round_down(kPoolKeepPerSlot, pal::page_size()));
       const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
       const std::size_t keep =
           p.resident_seen.load(std::memory_order_relaxed) + c->bytes + share <= limit ? share : 0;
       const std::size_t now = decommit_beyond(base, keep, committed);
       poison(base, now);
-      if (is_large(k)) count_pool_spare(stride_of(k), true);
       c->page[k] = PoolCache::Page{base, now};
       c->bytes += now;
+      if (is_large(k)) {
+        c->spare.store(c->spare.load(std::memory_order_relaxed) + stride_of(k),
+                       std::memory_order_relaxed);
+      }
       unlock_pool_cache();
       return;
     }
