@@ -38,11 +38,12 @@ std::string percentiles_line(const rb::LogLinearHistogram& h) {
   return s;
 }
 
-// Every OS call pal made so far (reservations, commits, populates, advice, decommits, releases).
+// Every OS call pal made so far (reservations, commits, populates, advice, guards, decommits,
+// releases).
 std::uint64_t pal_calls() {
   std::uint64_t sum = 0;
   for (pal::Op op : {pal::Op::reserve, pal::Op::commit, pal::Op::decommit, pal::Op::release,
-                     pal::Op::prefault, pal::Op::remap, pal::Op::advise}) {
+                     pal::Op::prefault, pal::Op::remap, pal::Op::advise, pal::Op::guard}) {
     sum += pal::testing::calls(op);
   }
   return sum;

@@ -12,8 +12,8 @@ namespace test {
 
 // Every pal operation that enters the kernel.
 inline constexpr reservoir::pal::Op kOsOps[] = {
-    reservoir::pal::Op::reserve, reservoir::pal::Op::commit, reservoir::pal::Op::decommit,
-    reservoir::pal::Op::release, reservoir::pal::Op::prefault};
+    reservoir::pal::Op::reserve, reservoir::pal::Op::commit,   reservoir::pal::Op::decommit,
+    reservoir::pal::Op::release, reservoir::pal::Op::prefault, reservoir::pal::Op::guard};
 
 inline std::uint64_t os_calls() {
   std::uint64_t n = 0;

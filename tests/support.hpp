@@ -69,6 +69,17 @@ inline bool under_valgrind() {
   return preload && std::strstr(preload, "vgpreload") != nullptr;
 }
 
+// True if the OS makes open reservations (pal::reserve_open): the slot pools' chunks are then
+// read-write from the start, and the closed kind (pal::testing::refuse_open_reservations) is
+// a second path to test.
+inline bool open_reservations_here() {
+  void* p = nullptr;
+  const std::size_t size = reservoir::pal::allocation_granularity();
+  if (reservoir::pal::reserve_open(size, &p)) return false;
+  (void)reservoir::pal::release(p, size);
+  return true;
+}
+
 // Why resident-set growth cannot be measured here, or nullptr when it can: valgrind and TSan keep
 // memory of their own that grows with what the program maps, and some OSes report no RSS.
 inline const char* rss_unmeasurable() {

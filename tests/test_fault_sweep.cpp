@@ -26,8 +26,8 @@ namespace pal = reservoir::pal;
 
 namespace {
 
-constexpr pal::Op kOps[] = {pal::Op::reserve, pal::Op::commit, pal::Op::decommit, pal::Op::release,
-                            pal::Op::prefault};
+constexpr pal::Op kOps[] = {pal::Op::reserve, pal::Op::commit,   pal::Op::decommit,
+                            pal::Op::release, pal::Op::prefault, pal::Op::guard};
 const char* op_name(pal::Op op) {
   switch (op) {
     case pal::Op::reserve:
@@ -40,6 +40,8 @@ const char* op_name(pal::Op op) {
       return "release";
     case pal::Op::prefault:
       return "prefault";
+    case pal::Op::guard:
+      return "guard";
     default:
       return "?";
   }
@@ -84,30 +86,40 @@ void prepare_pools() {
 }
 
 // Runs `run` cleanly, then with every call of every OS operation failing once, in turn. Each run
-// starts from the same pool state (prepare_pools), so the calls counted are the calls made.
+// starts from the same pool state (prepare_pools), so the calls counted are the calls made. Where
+// the OS makes open reservations (Linux), the pools' chunks are open in one pass (no commit call
+// inside a slot, a guard call per slot carved) and closed in another (the other systems' way).
 template <class Run>
 SweepTotals sweep(const char* what, Run run) {
   reservoir::set_reservation_cache_limit(0);  // deterministic: every arena reserves afresh
   SweepTotals totals;
-  for (pal::Op op : kOps) {
-    prepare_pools();
-    const std::uint64_t before = pal::testing::calls(op);
-    totals.operations += run();
-    const std::uint64_t calls = pal::testing::calls(op) - before;
-    for (std::uint64_t k = 0; k < calls; ++k) {
+  for (bool closed : {false, true}) {
+    if (closed && !test::open_reservations_here()) break;
+    pal::testing::refuse_open_reservations(closed);
+    struct Reopen {
+      ~Reopen() { pal::testing::refuse_open_reservations(false); }
+    } reopen;
+    for (pal::Op op : kOps) {
       prepare_pools();
-      // Armed by hand: test::FaultGuard would empty the pools that prepare_pools() warmed.
-      struct Disarm {
-        ~Disarm() { pal::testing::clear(); }
-      } disarm;
-      pal::testing::fail(op, k, 1, pal::testing::out_of_memory_error());
-      CAPTURE(op_name(op));
-      CAPTURE(k);
-      totals.failures_seen += run();
-      ++totals.injected;
-      ++totals.runs;
+      const std::uint64_t before = pal::testing::calls(op);
+      totals.operations += run();
+      const std::uint64_t calls = pal::testing::calls(op) - before;
+      for (std::uint64_t k = 0; k < calls; ++k) {
+        prepare_pools();
+        // Armed by hand: test::FaultGuard would empty the pools that prepare_pools() warmed.
+        struct Disarm {
+          ~Disarm() { pal::testing::clear(); }
+        } disarm;
+        pal::testing::fail(op, k, 1, pal::testing::out_of_memory_error());
+        CAPTURE(op_name(op));
+        CAPTURE(k);
+        totals.failures_seen += run();
+        ++totals.injected;
+        ++totals.runs;
+      }
     }
   }
+  reservoir::trim_pools();  // no chunk of the last pass's kind outlives it
   reservoir::set_reservation_cache_limit(16);
   std::printf("fault sweep %-22s: %llu OS-call failures injected, %llu operations checked\n", what,
               static_cast<unsigned long long>(totals.injected),

@@ -229,7 +229,68 @@ RESERVOIR_CHILD("pal.use_after_decommit") {
   return 0;
 }
 
+// An open reservation: a page past a guard page faults.
+RESERVOIR_CHILD("pal.open_guard") {
+  const std::size_t page = pal::page_size();
+  const std::size_t size = 4 * std::max(page, pal::allocation_granularity());
+  void* p = nullptr;
+  if (pal::reserve_open(size, &p)) return 3;
+  if (pal::guard(static_cast<unsigned char*>(p) + page, page)) return 4;
+  auto* bytes = static_cast<volatile unsigned char*>(p);
+  bytes[0] = 1;         // read-write around it
+  bytes[2 * page] = 1;  // read-write around it
+  test::expect_fault_here();
+  bytes[page] = 1;  // must fault
+  return 0;
+}
+
 TEST_SUITE("pal") {
+  TEST_CASE("an open reservation reads and writes at once; discard zeroes; a guard faults") {
+    const std::size_t page = pal::page_size();
+    const std::size_t size = 4 * std::max(page, pal::allocation_granularity());
+    void* p = nullptr;
+    const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
+    const std::error_code ec = pal::reserve_open(size, &p);
+    if (!kLinux || pal::testing::decommit_remaps()) {
+      // macOS, FreeBSD, Windows and the posix-generic build: reserve() and commit() instead.
+      CHECK(ec == std::errc::not_supported);
+      void* q = nullptr;
+      CHECK(pal::guard(&q, page) == std::errc::not_supported);
+      CHECK(pal::discard(&q, page) == std::errc::not_supported);
+      return;
+    }
+    REQUIRE_FALSE(ec);
+    CHECK(pal::testing::calls(pal::Op::reserve) == reserves + 1);
+    auto* bytes = static_cast<unsigned char*>(p);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % pal::allocation_granularity() == 0);
+    std::memset(bytes, 0xCD, size);  // no commit call
+    const std::uint64_t decommits = pal::testing::calls(pal::Op::decommit);
+    REQUIRE_FALSE(pal::discard(bytes + page, page));
+    CHECK(pal::testing::calls(pal::Op::decommit) == decommits + 1);
+    CHECK(bytes[0] == 0xCD);
+    CHECK(bytes[2 * page] == 0xCD);
+    for (std::size_t i = page; i < 2 * page; ++i)
+      REQUIRE(bytes[i] == 0);
+    bytes[page] = 7;  // still writable
+    CHECK(bytes[page] == 7);
+    const std::uint64_t guards = pal::testing::calls(pal::Op::guard);
+    REQUIRE_FALSE(pal::guard(bytes + 3 * page, page));
+    CHECK(pal::testing::calls(pal::Op::guard) == guards + 1);
+    CHECK(bytes[2 * page] == 0xCD);  // the page below the guard keeps its contents
+    {
+      test::FaultGuard fault(pal::Op::guard);
+      CHECK(pal::guard(bytes, page) == pal::testing::out_of_memory_error());
+    }
+    bytes[0] = 1;  // the refused guard changed nothing
+    CHECK_FALSE(pal::release(p, size));
+    test::ProcessResult r = test::run_child("pal.open_guard");
+    CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
+    // Refused on request, so that the closed path runs here too.
+    pal::testing::refuse_open_reservations(true);
+    CHECK(pal::reserve_open(size, &p) == std::errc::not_supported);
+    pal::testing::refuse_open_reservations(false);
+  }
+
   TEST_CASE("a decommitted page faults instead of reading stale data") {
     test::ProcessResult r = test::run_child("pal.use_after_decommit");
     CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));

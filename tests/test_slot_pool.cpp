@@ -476,26 +476,84 @@ bool full_default_here() {
 
 }  // namespace
 
-RESERVOIR_CHILD("pool.past_large_slot") {
+// The large-slot children run with the pools' chunks closed (names ending in ".closed") or as
+// the OS makes them (open where it can: Linux).
+void large_slot_child_start(bool closed) {
+  pal::testing::refuse_open_reservations(closed);
   reservoir::trim_pools();
-  DynArray<int> a;  // a 64 GiB slot; its neighbour below is carved next, committed too
+}
+
+int past_large_slot(bool closed) {
+  large_slot_child_start(closed);
+  DynArray<int> a;  // a 64 GiB slot; its neighbour above is carved next, committed too
   DynArray<int> b;
   a.push_back(1);
   b.push_back(2);
   test::expect_fault_here();
-  // Just past a's reservation: the never-committed gap between slots.
+  // Just past a's reservation: the never-committed gap between slots (read-write in an open
+  // chunk, where this returns).
   static_cast<volatile std::byte*>(a.arena().base())[a.arena().reserved()] = std::byte{1};
   return 0;
 }
 
-RESERVOIR_CHILD("pool.below_large_slot") {
-  reservoir::trim_pools();
+int below_large_slot(bool closed) {
+  large_slot_child_start(closed);
   DynArray<int> a;
   DynArray<int> b;
   a.push_back(1);
   b.push_back(2);
   test::expect_fault_here();
   static_cast<volatile std::byte*>(b.arena().base())[-1] = std::byte{1};
+  return 0;
+}
+
+// Past the committed prefix of a slot: faults in a closed chunk; in an open one reads zero and
+// takes a write (returns 0), the next commit keeping what was written there, as any untouched
+// memory would.
+int past_large_commit(bool closed) {
+  large_slot_child_start(closed);
+  DynArray<int> a;
+  a.push_back(1);
+  auto* past = static_cast<volatile std::byte*>(a.arena().base()) + a.arena().committed();
+  test::expect_fault_here();
+  if (*past != std::byte{0}) return 3;
+  *past = std::byte{1};
+  return 0;
+}
+
+RESERVOIR_CHILD("pool.past_large_slot") {
+  return past_large_slot(false);
+}
+RESERVOIR_CHILD("pool.past_large_slot.closed") {
+  return past_large_slot(true);
+}
+RESERVOIR_CHILD("pool.below_large_slot") {
+  return below_large_slot(false);
+}
+RESERVOIR_CHILD("pool.below_large_slot.closed") {
+  return below_large_slot(true);
+}
+RESERVOIR_CHILD("pool.past_large_commit") {
+  return past_large_commit(false);
+}
+RESERVOIR_CHILD("pool.past_large_commit.closed") {
+  return past_large_commit(true);
+}
+
+// The page past the last slot of an open chunk faults: the chunk's last page is its guard. (The
+// slot's own reservation is filled: the gap between is read-write.)
+RESERVOIR_CHILD("pool.past_open_chunk") {
+  large_slot_child_start(false);
+  DynArray<int> a;  // the first chunk holds two slots: a and b, b the last
+  DynArray<int> b;
+  a.push_back(1);
+  b.push_back(2);
+  auto* end = static_cast<volatile std::byte*>(b.arena().base()) + b.arena().reserved();
+  // The chunk ends within the 2 MiB past b's reservation; everything before its last page reads.
+  std::size_t off = 0;
+  test::expect_fault_here();
+  for (; off < kHugeAlign + pal::page_size(); off += pal::page_size())
+    (void)end[off];
   return 0;
 }
 
@@ -529,39 +587,57 @@ TEST_SUITE("slot_pool") {
   TEST_CASE("default arrays take 2 MiB-aligned slots of their tier from shared chunks") {
     FreshPools fresh;
     if (!full_default_here()) return;
-    reservoir::trim_pools();
-    const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
-    std::vector<DynArray<int>> live(5);
-    for (DynArray<int>& a : live)
-      a.push_back(1);
-    // Chunks of 2, then 3 slots: two reservations for five arrays.
-    CHECK(pal::testing::calls(pal::Op::reserve) - reserves == 2);
-    std::set<std::byte*> bases;
-    for (const DynArray<int>& a : live) {
-      CHECK(a.max_size() == DynArray<int>::default_max_size());  // as granted without the pools
-      CHECK(reinterpret_cast<std::uintptr_t>(a.arena().base()) % kHugeAlign == 0);
-      CHECK(a.arena().reserved() == reservoir::kDefaultReserveBytes);
-      bases.insert(a.arena().base());
+    // Open chunks (where the OS makes them) start each slot a page past the boundary, the page
+    // below it its guard; closed ones on it.
+    for (bool closed : {false, true}) {
+      if (closed && !test::open_reservations_here()) break;
+      CAPTURE(closed);
+      pal::testing::refuse_open_reservations(closed);
+      struct Reopen {
+        ~Reopen() { pal::testing::refuse_open_reservations(false); }
+      } reopen;
+      const std::size_t past_boundary =
+          closed || !test::open_reservations_here() ? 0 : pal::page_size();
+      reservoir::trim_pools();
+      const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
+      const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
+      const std::uint64_t guards = pal::testing::calls(pal::Op::guard);
+      std::vector<DynArray<int>> live(5);
+      for (DynArray<int>& a : live)
+        a.push_back(1);
+      // Chunks of 2, then 3 slots: two reservations for five arrays. A closed chunk's slot is
+      // opened by its first commit; an open one's costs a guard as it is carved (and each open
+      // chunk one for its last page), no commit.
+      CHECK(pal::testing::calls(pal::Op::reserve) - reserves == 2);
+      CHECK(pal::testing::calls(pal::Op::commit) - commits == (past_boundary ? 0 : 5));
+      CHECK(pal::testing::calls(pal::Op::guard) - guards == (past_boundary ? 7 : 0));
+      std::set<std::byte*> bases;
+      for (const DynArray<int>& a : live) {
+        CHECK(a.max_size() == DynArray<int>::default_max_size());  // as granted without the pools
+        CHECK(reinterpret_cast<std::uintptr_t>(a.arena().base()) % kHugeAlign == past_boundary);
+        CHECK(a.arena().reserved() == reservoir::kDefaultReserveBytes);
+        bases.insert(a.arena().base());
+      }
+      CHECK(bases.size() == live.size());
+      // Slots of one chunk are one slot and one 2 MiB gap apart (three such pairs in the two
+      // chunks); any two slots at least one slot and a guard page.
+      std::size_t min_gap = SIZE_MAX;
+      int in_chunk = 0;
+      for (auto it = bases.begin(), next = std::next(it); next != bases.end(); ++it, ++next) {
+        const auto gap = static_cast<std::size_t>(*next - *it);
+        min_gap = std::min(min_gap, gap);
+        if (gap == reservoir::kDefaultReserveBytes + kHugeAlign) ++in_chunk;
+      }
+      CHECK(min_gap >= reservoir::kDefaultReserveBytes + pal::page_size());
+      CHECK(in_chunk >= 3);
+      // Huge pages past kHugePageThreshold, as for an array of its own: growth past the
+      // threshold works the same (and the contents stay where they are).
+      DynArray<int>& big = live.front();
+      const int* first = big.data();
+      big.resize((std::size_t{16} << 20) / sizeof(int), 3);
+      CHECK(big.data() == first);
+      CHECK(big[big.size() - 1] == 3);
     }
-    CHECK(bases.size() == live.size());
-    // Slots of one chunk are one slot and one 2 MiB gap apart (three such pairs in the two
-    // chunks); any two slots at least one slot and a guard page.
-    std::size_t min_gap = SIZE_MAX;
-    int in_chunk = 0;
-    for (auto it = bases.begin(), next = std::next(it); next != bases.end(); ++it, ++next) {
-      const auto gap = static_cast<std::size_t>(*next - *it);
-      min_gap = std::min(min_gap, gap);
-      if (gap == reservoir::kDefaultReserveBytes + kHugeAlign) ++in_chunk;
-    }
-    CHECK(min_gap >= reservoir::kDefaultReserveBytes + pal::page_size());
-    CHECK(in_chunk >= 3);
-    // Huge pages past kHugePageThreshold, as for an array of its own: the base is aligned, so
-    // growth past the threshold works the same (and the contents stay where they are).
-    DynArray<int>& big = live.front();
-    const int* first = big.data();
-    big.resize((std::size_t{16} << 20) / sizeof(int), 3);
-    CHECK(big.data() == first);
-    CHECK(big[big.size() - 1] == 3);
   }
 
   TEST_CASE("a recycled default array costs no OS call: create, fill and destroy") {
@@ -691,9 +767,27 @@ TEST_SUITE("slot_pool") {
 
   TEST_CASE("guard pages fault before and after a large slot") {
     if (!full_default_here()) return;
-    for (const char* name : {"pool.past_large_slot", "pool.below_large_slot"}) {
+    // Closed chunks: below the base, past the reservation and past the commit all fault.
+    const bool open = test::open_reservations_here();
+    for (const char* name : {"pool.below_large_slot.closed", "pool.past_large_slot.closed",
+                             "pool.past_large_commit.closed", "pool.below_large_slot"}) {
       CAPTURE(name);
       test::ProcessResult r = test::run_child(name);
+      CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
+    }
+    // Open chunks: the page below each slot and the chunk's last page fault; past the commit and
+    // in the gap after the reservation the slot reads zeros and takes writes (documented).
+    for (const char* name : {"pool.past_large_slot", "pool.past_large_commit"}) {
+      CAPTURE(name);
+      test::ProcessResult r = test::run_child(name);
+      if (open) {
+        CHECK_MESSAGE((r.exited && r.exit_code == 0), test::describe(r));
+      } else {
+        CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
+      }
+    }
+    if (open) {
+      test::ProcessResult r = test::run_child("pool.past_open_chunk");
       CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
     }
   }

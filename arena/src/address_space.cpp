@@ -41,12 +41,21 @@ std::int64_t now_ns() noexcept {
 
 namespace detail {
 
-std::error_code reserve_mapping(std::size_t size, void** out, bool release_parked) noexcept {
-  std::error_code ec = pal::reserve(size, out);
+std::error_code reserve_mapping(std::size_t size, void** out, bool release_parked,
+                                bool* open) noexcept {
+  const auto attempt = [&] {
+    if (open != nullptr) {
+      const std::error_code ec = pal::reserve_open(size, out);
+      *open = !ec;
+      if (ec != std::errc::not_supported) return ec;
+    }
+    return pal::reserve(size, out);
+  };
+  std::error_code ec = attempt();
   if (ec && release_parked && g_parked.load(std::memory_order_relaxed) != 0) {
     // Parked reservations hold address space only for reuse: the live array needs it more.
     clear_reservation_cache();
-    ec = pal::reserve(size, out);
+    ec = attempt();
   }
   if (!ec) g_reserved.fetch_add(size, std::memory_order_relaxed);
   return ec;

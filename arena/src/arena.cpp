@@ -141,18 +141,19 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
   if (options.reuse_reservation) {
     std::byte* base = nullptr;
     std::size_t committed = 0;
+    bool open = false;
     std::error_code ec;
-    bool took = detail::take_slot(l.usable, l.granule, l.base_align, &base, &committed, &ec);
+    bool took = detail::take_slot(l.usable, l.granule, l.base_align, &base, &committed, &open, &ec);
     if (!took && ec && reservation_cache_size() != 0) {
       // Parked reservations hold address space only for reuse: the new arena needs it more.
       // (reserve_mapping does this for a mapping of its own; the pools cannot under their lock,
       // which the fork handlers take after the cache's.)
       clear_reservation_cache();
-      took = detail::take_slot(l.usable, l.granule, l.base_align, &base, &committed, &ec);
+      took = detail::take_slot(l.usable, l.granule, l.base_align, &base, &committed, &open, &ec);
     }
     if (took) {
       std::optional<Arena> a = made(base, base, l.usable, committed);
-      a->offset_flags_ |= kPooled;
+      a->offset_flags_ |= static_cast<std::uint16_t>(kPooled | (open ? kOpenSlot : 0));
       return a;
     }
     if (ec) {  // the OS refused a small pool's chunk (at its smallest size): out of address space
@@ -245,7 +246,7 @@ void Arena::release_all() noexcept {
     if (sub_page())
       detail::return_sub_slot(base_, reserved_);
     else if (has(kPooled))
-      detail::return_slot(base_, reserved_, committed_);
+      detail::return_slot(base_, reserved_, committed_, open_slot());
     else if (!park_in_cache())
       detail::release_mapping(mapping(), mapping_size());
   }

@@ -139,7 +139,7 @@ std::error_code Arena::commit_range(std::size_t bytes, std::size_t target, Popul
   std::error_code ec =
       has(kRespectMemoryLimit) ? detail::charge_step(len, charge, &charged) : std::error_code{};
   if (ec) return ec;
-  if ((ec = pal::commit(start, len))) {
+  if (!open_slot() && (ec = pal::commit(start, len))) {
     detail::memory_limit_refund(charged);
     return ec;
   }
@@ -169,7 +169,7 @@ std::error_code Arena::commit_range(std::size_t bytes, std::size_t target, Popul
     } else {
       // The OS cannot back the step now (MADV_POPULATE_WRITE says ENOMEM): report it here as a
       // clean error rather than let the first touch meet the OOM killer. Undo the commit.
-      (void)pal::decommit(start, len);
+      (void)(open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
       detail::memory_limit_refund(charged);
       return ec;
     }
@@ -281,7 +281,9 @@ std::error_code Arena::trim(std::size_t keep_bytes) noexcept {
     target = r;
   }
   if (target >= committed_) return {};
-  if (std::error_code ec = pal::decommit(base_ + target, committed_ - target)) {
+  std::byte* const from = base_ + target;
+  const std::size_t len = committed_ - target;
+  if (std::error_code ec = open_slot() ? pal::discard(from, len) : pal::decommit(from, len)) {
     return ec;  // the pages may still be accessible: keep counting them as committed
   }
   committed_ = target;

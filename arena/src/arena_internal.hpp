@@ -87,8 +87,11 @@ std::string hex_address(const void* p);
 
 // pal::reserve / pal::release, counted in reserved_address_space(). A refused reservation is
 // tried again after the reservation cache is emptied, unless `release_parked` is false (the
-// slot pools, which hold their lock: the fork handlers take the cache's lock first).
-std::error_code reserve_mapping(std::size_t size, void** out, bool release_parked = true) noexcept;
+// slot pools, which hold their lock: the fork handlers take the cache's lock first). With `open`
+// (the slot pools' chunks), an open reservation (pal::reserve_open) where the OS makes them, a
+// closed one (pal::reserve) elsewhere; *open says which.
+std::error_code reserve_mapping(std::size_t size, void** out, bool release_parked = true,
+                                bool* open = nullptr) noexcept;
 // A refused release only leaks address space; nobody can be told (destructors), so the bytes are
 // no longer counted either way.
 void release_mapping(void* mapping, std::size_t size) noexcept;
@@ -145,13 +148,16 @@ bool register_fork_handlers() noexcept;
 
 // A slot for an arena of `usable` bytes (a page multiple) whose commit granule is `granule` and
 // whose base must be a multiple of `align` (a power of two): true with *base, and in *committed
-// the prefix already committed (whole granules, at most usable). False with *error clear if no
-// class fits or a large class's chunk could not be had (the caller reserves a mapping of its
-// own), false with the OS's error if it refused the small chunk the slot would come from.
+// the prefix already committed (whole granules, at most usable), in *open whether the slot lies
+// in an open reservation (pal::reserve_open: read-write already, so the arena commits without
+// calling the OS and decommits with pal::discard). False with *error clear if no class fits or a
+// large class's chunk could not be had (the caller reserves a mapping of its own), false with the
+// OS's error if it refused the small chunk the slot would come from.
 bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, std::byte** base,
-               std::size_t* committed, std::error_code* error) noexcept;
-// Gives back the slot of an arena of `usable` bytes with `committed` bytes committed.
-void return_slot(std::byte* base, std::size_t usable, std::size_t committed) noexcept;
+               std::size_t* committed, bool* open, std::error_code* error) noexcept;
+// Gives back the slot of an arena of `usable` bytes with `committed` bytes committed (`open` as
+// take_slot said).
+void return_slot(std::byte* base, std::size_t usable, std::size_t committed, bool open) noexcept;
 // A sub-page slot for an arena of `bytes` (at most kLargestSubPageSlot): true with *base and the
 // slot's size in *slot_bytes (all of it committed and readable). False if a new run was needed
 // and could not be made (the OS refused, or with `charge` the memory limit did): the caller
@@ -179,6 +185,7 @@ struct PoolCache {
   struct Page {
     std::byte* base = nullptr;  // nullptr: none
     std::size_t committed = 0;
+    bool open = false;  // its chunk is an open reservation
   };
   Page page[kPoolClassCount];
   std::byte* sub[kPoolSubClassCount] = {};

@@ -18,6 +18,7 @@ struct FaultSlot {
 
 std::atomic<std::size_t> g_page_size_override{0};
 std::atomic<int> g_thp_override{-1};
+std::atomic<bool> g_refuse_open{false};
 
 constexpr std::size_t kOps = static_cast<std::size_t>(Op::count_);
 std::array<FaultSlot, kOps> g_slots;
@@ -61,6 +62,14 @@ namespace testing {
 
 void set_transparent_huge_pages(int mode) noexcept {
   g_thp_override.store(mode < 0 ? -1 : (mode != 0 ? 1 : 0), std::memory_order_relaxed);
+}
+
+void refuse_open_reservations(bool refuse) noexcept {
+  g_refuse_open.store(refuse, std::memory_order_relaxed);
+}
+
+bool open_reservations_refused() noexcept {
+  return g_refuse_open.load(std::memory_order_relaxed);
 }
 
 void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept {

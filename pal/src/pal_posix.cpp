@@ -180,6 +180,40 @@ std::size_t address_space_size() noexcept {
   return size ? size : 1;
 }
 
+#if RESERVOIR_PAL_LINUX
+namespace {
+// Reads up to size-1 bytes of a small /sys file into buf, NUL-terminated; false if it cannot.
+bool read_small_file(const char* path, char* buf, std::size_t size) noexcept {
+  const CancellationOff no_cancel;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n;
+  do {
+    n = ::read(fd, buf, size - 1);
+  } while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return true;
+}
+}  // namespace
+#endif
+
+namespace {
+// A mapping of size + align bytes at p, made for a page size a test forces: aligns its base to
+// `align`, as the OS would with pages that large, and gives back the ends (unmapping whole OS
+// pages of our own fresh mapping cannot fail). Returns the aligned base of `size` bytes.
+void* trim_to_alignment(void* p, std::size_t size, std::size_t align) noexcept {
+  const auto start = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t aligned = (start + align - 1) / align * align;
+  if (aligned > start) (void)::munmap(p, aligned - start);
+  const std::uintptr_t end = start + size + align;
+  if (end > aligned + size)
+    (void)::munmap(reinterpret_cast<void*>(aligned + size), end - aligned - size);
+  return reinterpret_cast<void*>(aligned);
+}
+}  // namespace
+
 std::error_code reserve(std::size_t size, void** out) noexcept {
   std::error_code ec;
   if (injected_failure(Op::reserve, &ec)) return ec;
@@ -195,17 +229,7 @@ std::error_code reserve(std::size_t size, void** out) noexcept {
   const std::size_t extra = detail::page_size_override() ? align : 0;
   void* p = ::mmap(nullptr, size + extra, PROT_NONE, flags, -1, 0);
   if (p == MAP_FAILED) return last_error();  // MAP_FAILED, not nullptr
-  if (extra) {
-    // A forced page size: align the base to it, as the OS would with pages that large, and give
-    // back the ends (unmapping whole OS pages of our own fresh mapping cannot fail).
-    const auto start = reinterpret_cast<std::uintptr_t>(p);
-    const std::uintptr_t aligned = (start + align - 1) / align * align;
-    if (aligned > start) (void)::munmap(p, aligned - start);
-    const std::uintptr_t end = start + size + extra;
-    if (end > aligned + size)
-      (void)::munmap(reinterpret_cast<void*>(aligned + size), end - aligned - size);
-    p = reinterpret_cast<void*>(aligned);
-  }
+  if (extra) p = trim_to_alignment(p, size, align);
   *out = p;
   return {};
 }
@@ -260,6 +284,83 @@ std::error_code decommit(void* addr, std::size_t size) noexcept {
   if (p == addr) return {};  // the hole is ours again, PROT_NONE and zero: decommitted
   if (p != MAP_FAILED) (void)::munmap(p, size);
   return ec;
+#endif
+}
+
+#if RESERVOIR_PAL_LINUX
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102  // Linux 6.13 uapi value; older headers lack it
+#endif
+namespace {
+// 1: the kernel takes MADV_GUARD_INSTALL; 0: it does not (EINVAL: before 6.13); -1: not asked yet.
+std::atomic<int> g_guard_install{-1};
+}  // namespace
+#endif
+
+std::error_code reserve_open(std::size_t size, void** out) noexcept {
+#if RESERVOIR_PAL_LINUX
+  if (testing::open_reservations_refused()) return std::make_error_code(std::errc::not_supported);
+  // Strict overcommit charges a writable private mapping in full, MAP_NORESERVE or not. Read at
+  // every call (reservations are rare): the setting can change while the process runs.
+  {
+    char buf[16];
+    if (!read_small_file("/proc/sys/vm/overcommit_memory", buf, sizeof buf) || buf[0] == '2') {
+      return std::make_error_code(std::errc::not_supported);
+    }
+  }
+  std::error_code ec;
+  if (injected_failure(Op::reserve, &ec)) return ec;
+  const std::size_t align = page_size();  // larger than the OS's only when a test forces it
+  const std::size_t extra = detail::page_size_override() ? align : 0;
+  void* p = ::mmap(nullptr, size + extra, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANON | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return last_error();
+  if (extra) p = trim_to_alignment(p, size, align);
+#if defined(MADV_NOHUGEPAGE)
+  // Transparent huge pages in `always` mode would back a first touch anywhere in the range with
+  // 2 MiB. A hint the kernel may not know (no THP built in): its refusal changes nothing.
+  (void)::madvise(p, size, MADV_NOHUGEPAGE);
+#endif
+  *out = p;
+  return {};
+#else
+  (void)size;
+  (void)out;
+  return std::make_error_code(std::errc::not_supported);
+#endif
+}
+
+std::error_code guard(void* addr, std::size_t size) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::guard, &ec)) return ec;
+#if RESERVOIR_PAL_LINUX
+  if (g_guard_install.load(std::memory_order_relaxed) != 0) {
+    if (::madvise(addr, size, MADV_GUARD_INSTALL) == 0) {
+      g_guard_install.store(1, std::memory_order_relaxed);
+      return {};
+    }
+    if (errno != EINVAL) return last_error();
+    g_guard_install.store(0, std::memory_order_relaxed);  // a kernel before 6.13
+  }
+  if (::mprotect(addr, size, PROT_NONE) != 0) return last_error();
+  return {};
+#else
+  (void)addr;
+  (void)size;
+  return std::make_error_code(std::errc::not_supported);
+#endif
+}
+
+std::error_code discard(void* addr, std::size_t size) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::decommit, &ec)) return ec;
+#if RESERVOIR_PAL_LINUX
+  if (::madvise(addr, size, MADV_DONTNEED) != 0) return last_error();
+  return {};
+#else
+  (void)addr;
+  (void)size;
+  return std::make_error_code(std::errc::not_supported);
 #endif
 }
 
@@ -343,25 +444,6 @@ std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
   return std::make_error_code(std::errc::not_supported);
 #endif
 }
-
-#if RESERVOIR_PAL_LINUX
-namespace {
-// Reads up to size-1 bytes of a small /sys file into buf, NUL-terminated; false if it cannot.
-bool read_small_file(const char* path, char* buf, std::size_t size) noexcept {
-  const CancellationOff no_cancel;
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n;
-  do {
-    n = ::read(fd, buf, size - 1);
-  } while (n < 0 && errno == EINTR);
-  ::close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  return true;
-}
-}  // namespace
-#endif
 
 bool transparent_huge_pages() noexcept {
   if (const int forced = detail::transparent_huge_pages_override(); forced >= 0) return forced;

@@ -131,6 +131,24 @@ std::error_code release(void* addr, std::size_t /*size*/) noexcept {
   return {};
 }
 
+// Windows commits inside a reservation without splitting anything and charges every committed
+// page against the commit limit at once: an open reservation would charge all of it.
+std::error_code reserve_open(std::size_t, void**) noexcept {
+  return std::make_error_code(std::errc::not_supported);
+}
+
+std::error_code guard(void*, std::size_t) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::guard, &ec)) return ec;
+  return std::make_error_code(std::errc::not_supported);
+}
+
+std::error_code discard(void*, std::size_t) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::decommit, &ec)) return ec;
+  return std::make_error_code(std::errc::not_supported);
+}
+
 std::error_code prefault(void* addr, std::size_t size) noexcept {
   std::error_code ec;
   if (injected_failure(Op::prefault, &ec)) return ec;

@@ -20,6 +20,7 @@ namespace reservoir::pal {
 // `barrier` covers process_barrier_supported() (an injected failure: not supported) and
 // process_barrier().
 // `advise` is advise_huge_pages() (a hint: callers ignore its failure; counted all the same).
+// reserve_open() counts as `reserve`, discard() as `decommit`, guard() as `guard`.
 // `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
 // build). Injected with ENOMEM (the default) it first unmaps the range, as POSIX allows a failed
 // MAP_FIXED call to have done, so the test sees the worst case; with any other error the mapping
@@ -34,6 +35,7 @@ enum class Op : unsigned {
   remap,
   barrier,
   advise,
+  guard,
   count_
 };
 
@@ -57,6 +59,10 @@ bool decommit_remaps() noexcept;
 // (-1, the default), and pal::host_reclaims_free_pages() answer false while it is forced, so
 // that both commit policies run on any machine.
 void set_transparent_huge_pages(int mode) noexcept;
+// Makes reserve_open() answer std::errc::not_supported (true) or ask the OS again (false, the
+// default), so that the paths of systems without open reservations run here too.
+void refuse_open_reservations(bool refuse) noexcept;
+bool open_reservations_refused() noexcept;
 }  // namespace testing
 
 }  // namespace reservoir::pal

@@ -490,14 +490,20 @@ class Arena {
       kGuardPages | kPrefault | kReuseReservation | kHugePages | kRespectMemoryLimit;
   static std::uint16_t flags_of(const ArenaOptions& o) noexcept;
 
+  // A pool slot's mapping is its pool's chunk, so it has no offset of its own: the offset field
+  // says instead whether the chunk is an open reservation (read-write from the start: commits
+  // call no OS function, decommits give pages back with pal::discard).
+  static constexpr std::uint16_t kOpenSlot = std::uint16_t{1} << kFlagBits;
+
   bool has(Flag f) const noexcept { return (offset_flags_ & f) != 0; }
   // A sub-page slot: pooled, and smaller than any page (page slots are whole pages).
   bool sub_page() const noexcept { return has(kPooled) && reserved_ < kUnit; }
+  bool open_slot() const noexcept { return has(kPooled) && (offset_flags_ & kOpenSlot) != 0; }
   std::size_t granule() const noexcept { return std::size_t{granule_units_} * kUnit; }
   std::size_t max_step() const noexcept { return granule() * max_step_granules_; }
   // The reservation as pal::reserve made it: [guard][alignment padding][usable...][guard].
   std::size_t offset() const noexcept {
-    return static_cast<std::size_t>(offset_flags_ >> kFlagBits) * kUnit;
+    return has(kPooled) ? 0 : static_cast<std::size_t>(offset_flags_ >> kFlagBits) * kUnit;
   }
   std::byte* mapping() const noexcept { return base_ - offset(); }
   std::size_t mapping_size() const noexcept;

@@ -55,8 +55,33 @@ std::error_code commit(void* addr, std::size_t size) noexcept;
 // be accessible; its contents are then unspecified but the mapping stays valid.
 std::error_code decommit(void* addr, std::size_t size) noexcept;
 
-// Returns a whole reservation made by reserve(); `size` is the size passed to reserve().
+// Returns a whole reservation made by reserve() or reserve_open(); `size` is the size passed to it.
 std::error_code release(void* addr, std::size_t size) noexcept;
+
+// ---- open reservations: read-write from the start
+// ------------------------------------------------
+//
+// Committing a range inside a reservation changes its protection, and on Linux each committed
+// range amid inaccessible ones is a kernel mapping of its own: the call splits the reservation's
+// mapping (a few microseconds, and one more entry of vm.max_map_count). An open reservation is
+// readable and writable from the start, so ranges inside it need no commit; guard() makes the
+// pages between them fault, and discard() gives pages back without changing access.
+
+// Reserves `size` bytes (as reserve(): a multiple of allocation_granularity(), no RAM) readable
+// and writable at once: RAM is supplied on first touch, and none of it is charged against a
+// commit limit until touched. No transparent huge pages inside it unless advise_huge_pages() asks
+// for them. Linux only, and not under strict overcommit (vm.overcommit_memory = 2, where the whole
+// range would be charged): std::errc::not_supported elsewhere, and then reserve() is the way.
+std::error_code reserve_open(std::size_t size, void** out) noexcept;
+
+// Makes [addr, addr+size) (page-aligned, inside an open reservation) fault on every access, for
+// good: Linux 6.13+ marks the pages in the page table (MADV_GUARD_INSTALL), which leaves the
+// mapping whole; older kernels make the range inaccessible (mprotect), which splits it.
+std::error_code guard(void* addr, std::size_t size) noexcept;
+
+// Returns the RAM behind [addr, addr+size) (page-aligned, inside an open reservation) to the OS;
+// the range stays readable and writable and reads as zeros afterwards (Linux MADV_DONTNEED).
+std::error_code discard(void* addr, std::size_t size) noexcept;
 
 // Asks the OS to back a committed range with RAM now instead of on first touch (Linux 5.14+:
 // MADV_POPULATE_WRITE). Returns std::errc::not_supported where the OS cannot; callers may fall back
