@@ -4,20 +4,26 @@
 // case); here every array needs its own reservation or allocation at once, and giving them back
 // is timed too. Then the same again in the same process: the second round ("rebuild") shows what
 // each container recycles of the memory the first round gave back (malloc's free lists, the slot
-// pools), where the first shows the cost of fresh memory.
+// pools), where the first shows the cost of fresh memory. Last, churn: one array at a time
+// created, filled and destroyed, on one thread and then on two at once, with the resident set
+// read before and after the one-thread loop's timed half (flat once warm).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <reservoir/dynarray.hpp>
+#include <reservoir/pal.hpp>
 
 #if !defined(_WIN32)
 #include <sys/mman.h>
@@ -31,10 +37,29 @@ struct ManyArraysTimes {
   double rebuild_seconds = 0;  // the second round, into memory the first gave back
   double redestroy_seconds = 0;
   std::uint64_t checksum = 0;  // the sum of every element, so no build is optimised away
+  double churn_ns = 0;         // create, fill and destroy one array: ns per array, one thread
+  double churn2_ns = 0;        // the same on two threads at once: ns per array of each thread
+  std::int64_t churn_rss_growth = 0;  // bytes the resident set grew over the timed churn
 };
 
+// One array at a time, `iterations` times: made, filled with per_array ints, destroyed. Returns
+// the sum of each array's last element, checked against what it must be.
 template <class Array, class Make>
-ManyArraysTimes many_arrays_run(std::uint64_t arrays, std::uint64_t per_array, Make make) {
+void churn(std::uint64_t iterations, std::uint64_t per_array, const Make& make) {
+  std::uint64_t sum = 0;
+  for (std::uint64_t k = 0; k < iterations; ++k) {
+    Array a = make();
+    for (std::uint64_t j = 0; j < per_array; ++j)
+      a.push_back(static_cast<int>(j));
+    sum += static_cast<std::uint64_t>(a.back());
+  }
+  if (sum != iterations * (per_array - 1)) throw std::logic_error("many: churn lost elements");
+}
+
+// two_threads: also churn on two threads at once (churn2_ns; 0 if not).
+template <class Array, class Make>
+ManyArraysTimes many_arrays_run(std::uint64_t arrays, std::uint64_t per_array, Make make,
+                                bool two_threads = true) {
   using Clock = std::chrono::steady_clock;
   ManyArraysTimes t;
   std::vector<Array> all;
@@ -65,6 +90,42 @@ ManyArraysTimes many_arrays_run(std::uint64_t arrays, std::uint64_t per_array, M
       t.redestroy_seconds = destroy;
     }
   }
+  // Churn: twice as many arrays as the rounds held (at least 1,000), one at a time. One thread
+  // warms up on half of them, then is timed on all of them (the resident set read around it);
+  // then two threads at once, each as many.
+  const std::uint64_t iterations = std::max<std::uint64_t>(2 * arrays, 1'000);
+  churn<Array>(iterations / 2, per_array, make);
+  const auto rss0 = static_cast<std::int64_t>(reservoir::pal::current_rss());
+  auto c0 = Clock::now();
+  churn<Array>(iterations, per_array, make);
+  auto c1 = Clock::now();
+  t.churn_rss_growth = static_cast<std::int64_t>(reservoir::pal::current_rss()) - rss0;
+  t.churn_ns =
+      std::chrono::duration<double, std::nano>(c1 - c0).count() / static_cast<double>(iterations);
+  if (!two_threads) return t;
+  std::exception_ptr failed[2];
+  c0 = Clock::now();
+  {
+    std::thread other([&] {
+      try {
+        churn<Array>(iterations, per_array, make);
+      } catch (...) {
+        failed[1] = std::current_exception();
+      }
+    });
+    try {
+      churn<Array>(iterations, per_array, make);
+    } catch (...) {
+      failed[0] = std::current_exception();
+    }
+    other.join();
+  }
+  c1 = Clock::now();
+  for (const std::exception_ptr& e : failed) {
+    if (e) std::rethrow_exception(e);
+  }
+  t.churn2_ns =
+      std::chrono::duration<double, std::nano>(c1 - c0).count() / static_cast<double>(iterations);
   return t;
 }
 
@@ -101,7 +162,8 @@ class PageFloorRegions {
     if (base_ != nullptr) ::munmap(base_, bytes_);
 #endif
   }
-  // The next region's first element, round robin.
+  // The next region's first element, round robin (one thread only: the churn on two threads
+  // is not run for the floor).
   int* take() noexcept { return reinterpret_cast<int*>(base_ + (next_++ % regions_) * kStride); }
 
  private:
@@ -151,8 +213,8 @@ inline ManyArraysTimes many_arrays(std::string_view container, std::uint64_t arr
     if (per_array * sizeof(int) > PageFloorRegions::kStride)
       throw std::invalid_argument("page_floor: arrays larger than a region");
     PageFloorRegions regions(arrays);
-    return many_arrays_run<PageFloorArray>(arrays, per_array,
-                                           [&regions] { return PageFloorArray(regions.take()); });
+    return many_arrays_run<PageFloorArray>(
+        arrays, per_array, [&regions] { return PageFloorArray(regions.take()); }, false);
   }
   throw std::invalid_argument("many: unknown container " + std::string(container));
 }

@@ -59,6 +59,10 @@ void run_many(const Config& cfg, std::vector<Result>& out) {
         r.destroy_samples.push_back(std::stod(f["destroy_seconds"]));
         r.rebuild_samples.push_back(std::stod(f["rebuild_seconds"]));
         r.redestroy_samples.push_back(std::stod(f["redestroy_seconds"]));
+        r.churn_samples.push_back(std::stod(f["churn_ns"]));
+        r.churn2_samples.push_back(std::stod(f["churn2_ns"]));
+        r.churn_rss_growth =
+            std::max<std::int64_t>(r.churn_rss_growth, std::stoll(f["churn_rss_growth"]));
         r.peak_bytes = std::max<std::uint64_t>(r.peak_bytes, std::stoull(f["peak"]));
       }
     }
@@ -67,6 +71,8 @@ void run_many(const Config& cfg, std::vector<Result>& out) {
       r.destroy_seconds = median(r.destroy_samples);
       r.rebuild_seconds = median(r.rebuild_samples);
       r.redestroy_seconds = median(r.redestroy_samples);
+      r.churn_ns = median(r.churn_samples);
+      r.churn2_ns = median(r.churn2_samples);
       r.peak_bytes = r.peak_bytes > cfg.idle_peak ? r.peak_bytes - cfg.idle_peak : 0;
       r.data_bytes = per * r.arrays * sizeof(int);
       out.push_back(std::move(r));
@@ -112,6 +118,25 @@ void print_many(const Config& cfg, const std::vector<Result>& rs) {
                            static_cast<double>(r.peak_bytes) / static_cast<double>(r.data_bytes)),
                versus(b, b ? b->rebuild_seconds : 0, r.rebuild_seconds),
                versus(b, b ? b->redestroy_seconds : 0, r.redestroy_seconds));
+  }
+  fmt::print(
+      "\n   Churn, in the same child: one array at a time created, filled and destroyed, {} "
+      "times (twice\n   the arrays above, at least 1,000) on one thread, then as many on each of "
+      "two threads at once;\n   ns per array of each thread, and how much the resident set grew "
+      "over the one-thread loop\n   (after half as many to warm up)\n\n",
+      rb::format_count(std::max<std::uint64_t>(2 * cfg.many_arrays, 1'000)));
+  fmt::print("{:>9}  {:<16}{:>11}  {:>16}  {:>11}  {:>16}  {:>12}\n", "per array", "container",
+             "1 thread", "vs vector", "2 threads", "vs vector", "RSS growth");
+  for (const Result& r : rs) {
+    if (r.table != "many" || r.status != "ok") continue;
+    const Result* base = find(rs, "many", "vector", "int", r.size);
+    const bool have_base = base && base->status == "ok" && base != &r;
+    const auto ns = [](double v) { return v > 0 ? fmt::format("{:.0f} ns", v) : std::string("-"); };
+    fmt::print("{:>9}  {:<16}{:>11}  {:>16}  {:>11}  {:>16}  {:>12}\n", rb::format_count(r.size),
+               r.container, ns(r.churn_ns),
+               have_base ? speed_ratio(base->churn_ns, r.churn_ns) : "-", ns(r.churn2_ns),
+               have_base && r.churn2_ns > 0 ? speed_ratio(base->churn2_ns, r.churn2_ns) : "-",
+               format_bytes(static_cast<std::uint64_t>(r.churn_rss_growth)));
   }
   fmt::print("\n");
 }

@@ -84,10 +84,13 @@ struct Result {
   double warm_seconds = 0;                             // bulk: median time into warm memory
   std::vector<double> warm_samples;                    // bulk
   double rebuild_seconds = 0, redestroy_seconds = 0;   // many: the second round, recycled memory
-  std::vector<double> rebuild_samples, redestroy_samples;    // many
-  std::string checksum;                                      // mixed: the final contents' checksum
-  std::uint64_t elements = 0;                                // mixed: elements at the end
-  std::array<double, rb::mixed::kActions> action_seconds{};  // mixed: median per action
+  std::vector<double> rebuild_samples, redestroy_samples;  // many
+  double churn_ns = 0, churn2_ns = 0;  // many: create-fill-destroy one array, 1 and 2 threads
+  std::vector<double> churn_samples, churn2_samples;  // many
+  std::int64_t churn_rss_growth = 0;  // many: the largest growth of RSS over the churn (0: none)
+  std::string checksum;               // mixed: the final contents' checksum
+  std::uint64_t elements = 0;         // mixed: elements at the end
+  std::array<double, rb::mixed::kActions> action_seconds{};        // mixed: median per action
   std::array<std::uint64_t, rb::mixed::kActions> action_counts{};  // mixed
 };
 

@@ -159,8 +159,9 @@ int child_main(int argc, char** argv) {
       const rb::ManyArraysTimes t = rb::many_arrays(argv[3], batch, n, reserve);
       std::printf(
           "ok seconds=%.9g destroy_seconds=%.9g rebuild_seconds=%.9g redestroy_seconds=%.9g "
-          "checksum=%llu peak=%zu\n",
-          t.build_seconds, t.destroy_seconds, t.rebuild_seconds, t.redestroy_seconds,
+          "churn_ns=%.9g churn2_ns=%.9g churn_rss_growth=%lld checksum=%llu peak=%zu\n",
+          t.build_seconds, t.destroy_seconds, t.rebuild_seconds, t.redestroy_seconds, t.churn_ns,
+          t.churn2_ns, static_cast<long long>(t.churn_rss_growth),
           static_cast<unsigned long long>(t.checksum), rb::peak_rss());
     } else if (table == "concurrent") {
       const double seconds =

@@ -281,6 +281,9 @@ std::string write_json(const std::string& path, const Context& ctx, const std::v
           << ", \"destroy_seconds\": " << json_number(r.destroy_seconds)
           << ", \"rebuild_seconds\": " << json_number(r.rebuild_seconds)
           << ", \"redestroy_seconds\": " << json_number(r.redestroy_seconds)
+          << ", \"churn_ns\": " << json_number(r.churn_ns)
+          << ", \"churn2_ns\": " << json_number(r.churn2_ns)
+          << ", \"churn_rss_growth_bytes\": " << r.churn_rss_growth
           << ", \"peak_bytes\": " << r.peak_bytes << ", \"data_bytes\": " << r.data_bytes
           << ", \"unstable\": " << (r.unstable ? "true" : "false")
           << ", \"vs_vector\": " << json_number(ratio_value(base, r));

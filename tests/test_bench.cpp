@@ -406,6 +406,10 @@ TEST_SUITE("bench_smoke") {
         CHECK(res["rebuild_seconds"].num > 0);
         CHECK(res["redestroy_seconds"].num > 0);
         CHECK(res["vs_vector"].num > 0);
+        // Churn: timed on one thread for every contender, on two for all but the floor.
+        CHECK(res["churn_ns"].num > 0);
+        CHECK((res["container"].str == "page_floor") == (res["churn2_ns"].num == 0));
+        CHECK(res.has("churn_rss_growth_bytes"));
         ++many_cells;
       } else {
         REQUIRE(table == "latency");
