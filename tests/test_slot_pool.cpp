@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,6 +23,7 @@
 
 #if !defined(_WIN32)
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -581,10 +585,51 @@ RESERVOIR_CHILD("pool.large_under_rlimit_as") {
   if (added > a.max_size() * sizeof(int) + (std::size_t{4} << 20)) return 5;
   return 0;
 }
+
+// Under a data limit (RLIMIT_DATA), which counts every writable private mapping in full, the
+// large chunks stay closed (PROT_NONE until committed): default arrays still share chunks.
+RESERVOIR_CHILD("pool.large_under_rlimit_data") {
+  reservoir::trim_pools();
+  reservoir::clear_reservation_cache();
+  const std::size_t data = test::proc_status_kib("VmData") * 1024;
+  if (data == 0) return 0;  // no /proc
+  struct rlimit lim{};
+  lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(data + (std::size_t{1} << 30));
+  if (::setrlimit(RLIMIT_DATA, &lim) != 0) return 2;
+  void* p = nullptr;
+  if (pal::reserve_open(pal::page_size(), &p) != std::errc::not_supported) return 3;
+  const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
+  std::vector<DynArray<int>> live(100);
+  for (std::size_t i = 0; i < live.size(); ++i)
+    live[i].assign(100, static_cast<int>(i));
+  const std::uint64_t made = pal::testing::calls(pal::Op::reserve) - reserves;
+  std::printf("100 default arrays under RLIMIT_DATA: %llu reservations\n",
+              static_cast<unsigned long long>(made));
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    if (live[i].size() != 100 || live[i][99] != static_cast<int>(i)) return 4;
+  }
+  // Chunks of 2, 3, 3, ... slots: about 35 reservations (a mapping of its own each: 100 or more).
+  return made <= 40 ? 0 : 5;
+}
+
+// Locked memory (any page in VmLck, as mlockall(MCL_FUTURE) would make every new mapping) keeps
+// open reservations off: the kernel would back the whole range at once.
+RESERVOIR_CHILD("pal.open_refused_while_locked") {
+  void* p = nullptr;
+  const std::size_t page = pal::page_size();
+  const bool open_before = !pal::reserve_open(page, &p);
+  if (open_before) (void)pal::release(p, page);
+  static unsigned char locked[65536];
+  if (::mlock(locked, sizeof locked) != 0) return 0;  // not allowed here: nothing to check
+  const std::error_code ec = pal::reserve_open(page, &p);
+  (void)::munlock(locked, sizeof locked);
+  if (!open_before) return 0;
+  return ec == std::errc::not_supported ? 0 : 3;
+}
 #endif
 
 TEST_SUITE("slot_pool") {
-  TEST_CASE("default arrays take 2 MiB-aligned slots of their tier from shared chunks") {
+  TEST_CASE("default arrays take slots of their tier on 2 MiB boundaries from shared chunks") {
     FreshPools fresh;
     if (!full_default_here()) return;
     // Open chunks (where the OS makes them) start each slot a page past the boundary, the page
@@ -793,6 +838,89 @@ TEST_SUITE("slot_pool") {
   }
 
 #if !defined(_WIN32)
+#if defined(__linux__)
+  TEST_CASE("a huge-page array's slot goes back whole: no resident tail, no advice left") {
+    FreshPools fresh;
+    if (!full_default_here()) return;
+    if (test::rss_unmeasurable() != nullptr || !pal::transparent_huge_pages()) {
+      MESSAGE("skipped: needs transparent huge pages and a real page table (no sanitizer)");
+      return;
+    }
+    // Resident bytes of [p, p+n), page by page (mincore).
+    const auto resident = [](const std::byte* p, std::size_t n) {
+      const std::size_t page = 4096;
+      const auto start = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{page - 1};
+      const std::size_t len = n + (reinterpret_cast<std::uintptr_t>(p) - start);
+      std::vector<unsigned char> v((len + page - 1) / page);
+      REQUIRE(::mincore(reinterpret_cast<void*>(start), len, v.data()) == 0);
+      std::size_t r = 0;
+      for (unsigned char c : v)
+        r += (c & 1) != 0 ? page : 0;
+      return r;
+    };
+    // The VmFlags of the mapping that holds `p` (/proc/self/smaps).
+    const auto vm_flags = [](const void* p) {
+      std::ifstream smaps("/proc/self/smaps");
+      const auto addr = reinterpret_cast<std::uintptr_t>(p);
+      bool inside = false;
+      for (std::string line; std::getline(smaps, line);) {
+        unsigned long long lo = 0, hi = 0;
+        char dash = 0;
+        std::istringstream head(line);
+        if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+          inside = addr >= lo && addr < hi;
+        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+          return line + " ";
+        }
+      }
+      return std::string();
+    };
+    const reservoir::HugePages saved = reservoir::huge_pages();
+    reservoir::set_huge_pages(reservoir::HugePages::on);
+    for (bool closed : {false, true}) {
+      if (closed && !test::open_reservations_here()) break;
+      CAPTURE(closed);
+      pal::testing::refuse_open_reservations(closed);
+      reservoir::trim_pools();
+      DynArray<char> neighbour;  // keeps the chunk mapped through the trim below
+      neighbour.push_back(1);
+      std::byte* base = nullptr;
+      std::size_t committed = 0;
+      {
+        DynArray<char> a;
+        a.resize(9 << 20);
+        a.resize(a.capacity());
+        a.back() = 1;  // the last committed page: in a huge page, the 2 MiB around it
+        base = a.arena().base();
+        committed = a.arena().committed();
+        CHECK(vm_flags(base + (8 << 20)).find(" hg ") != std::string::npos);
+      }
+      // The advice is undone, and nothing of the slot stays resident once the pools are trimmed.
+      CHECK(vm_flags(base + (8 << 20)).find(" hg ") == std::string::npos);
+      reservoir::trim_pools();
+      CHECK(resident(base, committed + (std::size_t{2} << 20)) == 0);
+      CHECK(reservoir::pool_resident_bytes() == 0);
+    }
+    pal::testing::refuse_open_reservations(false);
+    reservoir::set_huge_pages(saved);
+  }
+#endif
+
+  TEST_CASE("under RLIMIT_DATA or with locked memory the chunks stay closed, and still shared") {
+    if (kSanitizedBuild || test::under_valgrind()) {
+      MESSAGE("skipped under the sanitizers and valgrind: their own mappings need the data limit");
+      return;
+    }
+    if (!full_default_here()) return;
+    for (const char* name : {"pool.large_under_rlimit_data", "pal.open_refused_while_locked"}) {
+      CAPTURE(name);
+      test::ProcessResult r = test::run_child(name);
+      MESSAGE(r.output);
+      CHECK_MESSAGE(r.exited, test::describe(r));
+      CHECK_MESSAGE(r.exit_code == 0, test::describe(r));
+    }
+  }
+
   TEST_CASE("under RLIMIT_AS a default array reserves its own mapping, no chunk") {
     if (kSanitizedBuild) {
       MESSAGE("skipped under the sanitizers: their shadow memory does not fit an RLIMIT_AS");

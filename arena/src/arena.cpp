@@ -31,7 +31,7 @@ struct Layout {
   std::size_t max_step = 0;
   std::size_t guard = 0;
   std::size_t usable = 0;
-  std::size_t base_align = 0;  // base_ is a multiple of this
+  std::size_t base_align = 0;  // base_ is a multiple of this (an open pool slot: plus a page)
   std::size_t mapping = 0;
 };
 
@@ -136,7 +136,8 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
   // 3. A small reservation, or one of a default array's tiers, takes a pool slot: its mapping is
   //    the pool's chunk. The slot has guard pages of its own (a large slot a 2 MiB gap), and its
   //    base honours l.base_align (the huge-page alignment of reservations of 4 MiB and more:
-  //    large slots are 2 MiB aligned; take_slot refuses a class that is not). Before the cache:
+  //    large slots are 2 MiB aligned, or a page past it in an open chunk, whose guard page takes
+  //    that page; take_slot refuses a class that is neither). Before the cache:
   //    a larger arena parked there may have the same mapping size (Windows rounds to 64 KiB).
   if (options.reuse_reservation) {
     std::byte* base = nullptr;
@@ -245,9 +246,14 @@ void Arena::release_all() noexcept {
     // object is gone either way. (Fault-injection tests count these calls.)
     if (sub_page())
       detail::return_sub_slot(base_, reserved_);
-    else if (has(kPooled))
+    else if (has(kPooled)) {
+      if ((offset_flags_ & kHugeAdvisedSlot) != 0) {
+        std::byte* from = base_ + kHugePageThreshold;
+        (void)pal::unadvise_huge_pages(from,
+                                       static_cast<std::size_t>(mapping() + mapping_size() - from));
+      }
       detail::return_slot(base_, reserved_, committed_, open_slot());
-    else if (!park_in_cache())
+    } else if (!park_in_cache())
       detail::release_mapping(mapping(), mapping_size());
   }
   base_ = nullptr;

@@ -148,6 +148,7 @@ std::error_code Arena::commit_range(std::size_t bytes, std::size_t target, Popul
   if (huge && committed_ <= kHugePageThreshold && target > kHugePageThreshold) {
     std::byte* from = base_ + kHugePageThreshold;
     (void)pal::advise_huge_pages(from, static_cast<std::size_t>(mapping() + mapping_size() - from));
+    if (has(kPooled)) offset_flags_ |= kHugeAdvisedSlot;
   }
   if (backed != 0) {
     // 4. Ask the OS to back the step (Linux MADV_POPULATE_WRITE; not for steps under
@@ -282,8 +283,10 @@ std::error_code Arena::trim(std::size_t keep_bytes) noexcept {
   }
   if (target >= committed_) return {};
   std::byte* const from = base_ + target;
-  const std::size_t len = committed_ - target;
-  if (std::error_code ec = open_slot() ? pal::discard(from, len) : pal::decommit(from, len)) {
+  if (std::error_code ec =
+          open_slot()
+              ? pal::discard(from, detail::backed_end(base_, committed_, reserved_) - target)
+              : pal::decommit(from, committed_ - target)) {
     return ec;  // the pages may still be accessible: keep counting them as committed
   }
   committed_ = target;

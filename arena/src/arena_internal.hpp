@@ -6,6 +6,7 @@
 #include <atomic>
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -61,6 +62,18 @@ inline std::size_t quotient_of(std::size_t value, std::size_t unit) noexcept {
 // value rounded down to a multiple of a unit > 0.
 inline std::size_t round_down(std::size_t value, std::size_t unit) noexcept {
   return value - remainder_of(value, unit);
+}
+
+// In an open reservation a transparent huge page backs a whole aligned 2 MiB, which may run past
+// an arena's committed prefix (no mapping boundary stops it there). What an arena at `base` with
+// `committed` bytes committed may have backed ends at the end of the 2 MiB page that holds its
+// last committed byte, within `limit` (its slot): the end of what a discard must cover.
+inline std::size_t backed_end(const std::byte* base, std::size_t committed,
+                              std::size_t limit) noexcept {
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto end = reinterpret_cast<std::uintptr_t>(base) + committed;
+  const std::uintptr_t huge_end = (end + kHuge - 1) & ~(kHuge - 1);
+  return std::min<std::size_t>(committed + (huge_end - end), std::max(limit, committed));
 }
 
 // value rounded up to a multiple of `unit`, which need not be a power of two; false on overflow.

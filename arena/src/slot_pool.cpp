@@ -321,12 +321,16 @@ std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* ope
 // Decommits [base + keep, base + committed) (in an open chunk: gives its pages back, the range
 // stays read-write); the committed prefix that is true afterwards (all of it if the OS refused:
 // the pages stay read-write, nothing is lost, and the count is honest).
-std::size_t decommit_beyond(std::byte* base, std::size_t keep, std::size_t committed,
-                            bool open) noexcept {
+std::size_t decommit_beyond(std::byte* base, std::size_t keep, std::size_t committed, bool open,
+                            std::size_t slot_bytes) noexcept {
   if (committed <= keep) return committed;
   std::byte* const from = base + keep;
   const std::size_t len = committed - keep;
-  if (open ? pal::discard(from, len) : pal::decommit(from, len)) return committed;
+  // In an open chunk the rest of a huge page past the prefix goes too (backed_end).
+  if (open ? pal::discard(from, backed_end(base, committed, slot_bytes) - keep)
+           : pal::decommit(from, len)) {
+    return committed;
+  }
   unpoison(from, len);  // fresh pages for the next owner
   return keep;
 }
@@ -505,7 +509,7 @@ void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, 
   const std::size_t share = std::min(committed, round_down(kPoolKeepPerSlot, pal::page_size()));
   const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
   const std::size_t keep = keep_all ? committed : p.resident + own + share <= limit ? share : 0;
-  const std::size_t now = decommit_beyond(base, keep, committed, open);
+  const std::size_t now = decommit_beyond(base, keep, committed, open, kClassBytes[k]);
   // 2. Park it: the free list has room for every slot carved (carve reserved it).
   poison(base, now);
   p.classes[k].free.push_back(FreeSlot{base, now, open});
@@ -571,7 +575,7 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, std::
     unlock_pool_cache();
     if (e.base != nullptr) {
       const std::size_t fit = round_down(std::min(e.committed, usable), granule);
-      const std::size_t now = decommit_beyond(e.base, fit, e.committed, e.open);
+      const std::size_t now = decommit_beyond(e.base, fit, e.committed, e.open, kClassBytes[k]);
       if (now == fit) {
         unpoison(e.base, fit);
         *base = e.base;
@@ -593,7 +597,7 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, std::
     sc.free.pop_back();
     p.resident -= s.committed;
     const std::size_t fit = round_down(std::min(s.committed, usable), granule);
-    const std::size_t now = decommit_beyond(s.base, fit, s.committed, s.open);
+    const std::size_t now = decommit_beyond(s.base, fit, s.committed, s.open, kClassBytes[k]);
     if (now != fit) {
       p.resident += s.committed;
       sc.free.push_back(s);  // cannot allocate: it was just popped
@@ -638,7 +642,7 @@ void return_slot(std::byte* base, std::size_t usable, std::size_t committed, boo
       const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
       const std::size_t keep =
           p.resident_seen.load(std::memory_order_relaxed) + c->bytes + share <= limit ? share : 0;
-      const std::size_t now = decommit_beyond(base, keep, committed, open);
+      const std::size_t now = decommit_beyond(base, keep, committed, open, kClassBytes[k]);
       poison(base, now);
       c->page[k] = PoolCache::Page{base, now, open};
       c->bytes += now;
@@ -687,7 +691,8 @@ std::size_t trim_pools() noexcept {
     detail::SizeClass& sc = p.classes[k];
     // 1. Every parked slot gives its pages back.
     for (detail::FreeSlot& s : sc.free) {
-      const std::size_t now = detail::decommit_beyond(s.base, 0, s.committed, s.open);
+      const std::size_t now =
+          detail::decommit_beyond(s.base, 0, s.committed, s.open, detail::kClassBytes[k]);
       p.resident -= s.committed - now;
       released += s.committed - now;
       s.committed = now;

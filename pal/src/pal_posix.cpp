@@ -308,6 +308,14 @@ std::error_code reserve_open(std::size_t size, void** out) noexcept {
       return std::make_error_code(std::errc::not_supported);
     }
   }
+  // A finite data limit (RLIMIT_DATA) counts a writable private mapping in full, touched or not,
+  // and locked memory (mlockall(MCL_FUTURE) or mlock: locked pages in VmLck are the sign that can
+  // be read) would have the kernel back all of it at once.
+  struct rlimit data{};
+  if (::getrlimit(RLIMIT_DATA, &data) != 0 || data.rlim_cur != RLIM_INFINITY ||
+      read_proc_kib("/proc/self/status", "VmLck") != 0) {
+    return std::make_error_code(std::errc::not_supported);
+  }
   std::error_code ec;
   if (injected_failure(Op::reserve, &ec)) return ec;
   const std::size_t align = page_size();  // larger than the OS's only when a test forces it
@@ -437,6 +445,19 @@ std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
   if (injected_failure(Op::advise, &ec)) return ec;
 #if RESERVOIR_PAL_LINUX && defined(MADV_HUGEPAGE)
   if (::madvise(addr, size, MADV_HUGEPAGE) != 0) return last_error();
+  return {};
+#else
+  (void)addr;
+  (void)size;
+  return std::make_error_code(std::errc::not_supported);
+#endif
+}
+
+std::error_code unadvise_huge_pages(void* addr, std::size_t size) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::advise, &ec)) return ec;
+#if RESERVOIR_PAL_LINUX && defined(MADV_NOHUGEPAGE)
+  if (::madvise(addr, size, MADV_NOHUGEPAGE) != 0) return last_error();
   return {};
 #else
   (void)addr;

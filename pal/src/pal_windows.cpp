@@ -165,6 +165,12 @@ std::error_code advise_huge_pages(void*, std::size_t) noexcept {
   return std::make_error_code(std::errc::not_supported);
 }
 
+std::error_code unadvise_huge_pages(void*, std::size_t) noexcept {
+  std::error_code ec;
+  if (injected_failure(Op::advise, &ec)) return ec;
+  return std::make_error_code(std::errc::not_supported);
+}
+
 bool transparent_huge_pages() noexcept {
   const int forced = detail::transparent_huge_pages_override();
   return forced > 0;

@@ -19,7 +19,8 @@ namespace reservoir::pal {
 // reports 0 or no limit, as when the OS will not tell.
 // `barrier` covers process_barrier_supported() (an injected failure: not supported) and
 // process_barrier().
-// `advise` is advise_huge_pages() (a hint: callers ignore its failure; counted all the same).
+// `advise` is advise_huge_pages() and unadvise_huge_pages() (hints: callers ignore their failure;
+// counted all the same).
 // reserve_open() counts as `reserve`, discard() as `decommit`, guard() as `guard`.
 // `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
 // build). Injected with ENOMEM (the default) it first unmaps the range, as POSIX allows a failed

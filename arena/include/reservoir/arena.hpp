@@ -492,8 +492,11 @@ class Arena {
 
   // A pool slot's mapping is its pool's chunk, so it has no offset of its own: the offset field
   // says instead whether the chunk is an open reservation (read-write from the start: commits
-  // call no OS function, decommits give pages back with pal::discard).
+  // call no OS function, decommits give pages back with pal::discard), and whether this arena
+  // advised huge pages past kHugePageThreshold (undone when the slot goes back, so that its next
+  // arena starts as in a fresh slot).
   static constexpr std::uint16_t kOpenSlot = std::uint16_t{1} << kFlagBits;
+  static constexpr std::uint16_t kHugeAdvisedSlot = std::uint16_t{1} << (kFlagBits + 1);
 
   bool has(Flag f) const noexcept { return (offset_flags_ & f) != 0; }
   // A sub-page slot: pooled, and smaller than any page (page slots are whole pages).

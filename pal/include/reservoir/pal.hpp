@@ -70,8 +70,9 @@ std::error_code release(void* addr, std::size_t size) noexcept;
 // Reserves `size` bytes (as reserve(): a multiple of allocation_granularity(), no RAM) readable
 // and writable at once: RAM is supplied on first touch, and none of it is charged against a
 // commit limit until touched. No transparent huge pages inside it unless advise_huge_pages() asks
-// for them. Linux only, and not under strict overcommit (vm.overcommit_memory = 2, where the whole
-// range would be charged): std::errc::not_supported elsewhere, and then reserve() is the way.
+// for them. Linux only, and not where the whole range would count at once: strict overcommit
+// (vm.overcommit_memory = 2), a finite data limit (RLIMIT_DATA), locked memory (mlockall: any
+// VmLck). std::errc::not_supported there and elsewhere, and then reserve() is the way.
 std::error_code reserve_open(std::size_t size, void** out) noexcept;
 
 // Makes [addr, addr+size) (page-aligned, inside an open reservation) fault on every access, for
@@ -91,6 +92,10 @@ std::error_code prefault(void* addr, std::size_t size) noexcept;
 // Asks for transparent huge pages on [addr, addr+size) (Linux MADV_HUGEPAGE). A hint; returns
 // std::errc::not_supported elsewhere.
 std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept;
+
+// Asks for no transparent huge pages on [addr, addr+size) (Linux MADV_NOHUGEPAGE): undoes
+// advise_huge_pages() for whoever uses the range next. std::errc::not_supported elsewhere.
+std::error_code unadvise_huge_pages(void* addr, std::size_t size) noexcept;
 
 // True if advise_huge_pages() gets 2 MiB pages here: Linux with transparent huge pages in
 // `always` or `madvise` mode (/sys/kernel/mm/transparent_hugepage/enabled, read once). False
