@@ -718,9 +718,11 @@ TEST_SUITE("dynarray") {
   void check_fill_bounds(const T& value, const T& other) {
     // Counts on both sides of the memset/rep stos thresholds (1 KiB, 16 MiB) and with a tail
     // shorter than 8 bytes: every element is value, and nothing past the last one is written.
+    // Under valgrind not at 16 MiB (a minute of the suite's two; every other build checks it).
     for (const std::size_t bytes :
          {std::size_t{8}, std::size_t{1016}, std::size_t{1024}, std::size_t{1032},
           std::size_t{4096 + 8}, std::size_t{16} << 20}) {
+      if (bytes == (std::size_t{16} << 20) && test::under_valgrind()) continue;
       for (const std::size_t extra : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
         const std::size_t n = bytes / sizeof(T) + extra - (bytes == (std::size_t{16} << 20));
         CAPTURE(sizeof(T));
