@@ -200,6 +200,23 @@ bool read_small_file(const char* path, char* buf, std::size_t size) noexcept {
 #endif
 
 namespace {
+// madvise(advice) on Linux, counted (and failed on a test's request) as `op`; not_supported on
+// the other systems and where this system's headers lack the advice (advice < 0).
+std::error_code linux_advice(Op op, void* addr, std::size_t size, int advice) noexcept {
+  std::error_code ec;
+  if (injected_failure(op, &ec)) return ec;
+#if RESERVOIR_PAL_LINUX
+  if (advice >= 0) {
+    if (::madvise(addr, size, advice) != 0) return last_error();
+    return {};
+  }
+#endif
+  (void)addr;
+  (void)size;
+  (void)advice;
+  return std::make_error_code(std::errc::not_supported);
+}
+
 // A mapping of size + align bytes at p, made for a page size a test forces: aligns its base to
 // `align`, as the OS would with pages that large, and gives back the ends (unmapping whole OS
 // pages of our own fresh mapping cannot fail). Returns the aligned base of `size` bytes.
@@ -360,16 +377,7 @@ std::error_code guard(void* addr, std::size_t size) noexcept {
 }
 
 std::error_code discard(void* addr, std::size_t size) noexcept {
-  std::error_code ec;
-  if (injected_failure(Op::decommit, &ec)) return ec;
-#if RESERVOIR_PAL_LINUX
-  if (::madvise(addr, size, MADV_DONTNEED) != 0) return last_error();
-  return {};
-#else
-  (void)addr;
-  (void)size;
-  return std::make_error_code(std::errc::not_supported);
-#endif
+  return linux_advice(Op::decommit, addr, size, MADV_DONTNEED);
 }
 
 bool testing::decommit_remaps() noexcept {
@@ -441,28 +449,18 @@ void yield_thread() noexcept {
 }
 
 std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
-  std::error_code ec;
-  if (injected_failure(Op::advise, &ec)) return ec;
-#if RESERVOIR_PAL_LINUX && defined(MADV_HUGEPAGE)
-  if (::madvise(addr, size, MADV_HUGEPAGE) != 0) return last_error();
-  return {};
+#if defined(MADV_HUGEPAGE)
+  return linux_advice(Op::advise, addr, size, MADV_HUGEPAGE);
 #else
-  (void)addr;
-  (void)size;
-  return std::make_error_code(std::errc::not_supported);
+  return linux_advice(Op::advise, addr, size, -1);
 #endif
 }
 
 std::error_code unadvise_huge_pages(void* addr, std::size_t size) noexcept {
-  std::error_code ec;
-  if (injected_failure(Op::advise, &ec)) return ec;
-#if RESERVOIR_PAL_LINUX && defined(MADV_NOHUGEPAGE)
-  if (::madvise(addr, size, MADV_NOHUGEPAGE) != 0) return last_error();
-  return {};
+#if defined(MADV_NOHUGEPAGE)
+  return linux_advice(Op::advise, addr, size, MADV_NOHUGEPAGE);
 #else
-  (void)addr;
-  (void)size;
-  return std::make_error_code(std::errc::not_supported);
+  return linux_advice(Op::advise, addr, size, -1);
 #endif
 }
 
