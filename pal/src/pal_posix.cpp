@@ -217,38 +217,41 @@ std::error_code linux_advice(Op op, void* addr, std::size_t size, int advice) no
   return std::make_error_code(std::errc::not_supported);
 }
 
-// A mapping of size + align bytes at p, made for a page size a test forces: aligns its base to
-// `align`, as the OS would with pages that large, and gives back the ends (unmapping whole OS
-// pages of our own fresh mapping cannot fail). Returns the aligned base of `size` bytes.
-void* trim_to_alignment(void* p, std::size_t size, std::size_t align) noexcept {
-  const auto start = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t aligned = (start + align - 1) / align * align;
-  if (aligned > start) (void)::munmap(p, aligned - start);
-  const std::uintptr_t end = start + size + align;
-  if (end > aligned + size)
-    (void)::munmap(reinterpret_cast<void*>(aligned + size), end - aligned - size);
-  return reinterpret_cast<void*>(aligned);
+// An anonymous private mapping of `size` bytes with `prot` and `flags` added (fd -1 with MAP_ANON:
+// FreeBSD rejects anything else), its base aligned to page_size(). Where a test forces a page
+// size larger than the OS's, one page more is mapped, then its ends given back around the aligned
+// base, as the OS would align with pages that large (unmapping whole OS pages of our own fresh
+// mapping cannot fail).
+std::error_code map_anonymous(std::size_t size, int prot, int flags, void** out) noexcept {
+  const std::size_t align = page_size();
+  const std::size_t extra = detail::page_size_override() ? align : 0;
+  void* p = ::mmap(nullptr, size + extra, prot, MAP_PRIVATE | MAP_ANON | flags, -1, 0);
+  if (p == MAP_FAILED) return last_error();  // MAP_FAILED, not nullptr
+  if (extra) {
+    const auto start = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t aligned = (start + align - 1) / align * align;
+    if (aligned > start) (void)::munmap(p, aligned - start);
+    const std::uintptr_t end = start + size + extra;
+    if (end > aligned + size)
+      (void)::munmap(reinterpret_cast<void*>(aligned + size), end - aligned - size);
+    p = reinterpret_cast<void*>(aligned);
+  }
+  *out = p;
+  return {};
 }
 }  // namespace
 
 std::error_code reserve(std::size_t size, void** out) noexcept {
   std::error_code ec;
   if (injected_failure(Op::reserve, &ec)) return ec;
-  int flags = MAP_PRIVATE | MAP_ANON;
+  int flags = 0;
 #if RESERVOIR_PAL_LINUX
   // Linux: no swap/commit accounting for the reservation. Only here: FreeBSD never implemented
   // MAP_NORESERVE and removed it in 11 (older headers still define the bit, so the
   // build must leave it out itself), and macOS has no commit limit for it to matter to.
   flags |= MAP_NORESERVE;
 #endif
-  // fd must be -1 with MAP_ANON: FreeBSD rejects anything else.
-  const std::size_t align = page_size();  // larger than the OS's only when a test forces it
-  const std::size_t extra = detail::page_size_override() ? align : 0;
-  void* p = ::mmap(nullptr, size + extra, PROT_NONE, flags, -1, 0);
-  if (p == MAP_FAILED) return last_error();  // MAP_FAILED, not nullptr
-  if (extra) p = trim_to_alignment(p, size, align);
-  *out = p;
-  return {};
+  return map_anonymous(size, PROT_NONE, flags, out);
 }
 
 std::error_code commit(void* addr, std::size_t size) noexcept {
@@ -335,12 +338,8 @@ std::error_code reserve_open(std::size_t size, void** out) noexcept {
   }
   std::error_code ec;
   if (injected_failure(Op::reserve, &ec)) return ec;
-  const std::size_t align = page_size();  // larger than the OS's only when a test forces it
-  const std::size_t extra = detail::page_size_override() ? align : 0;
-  void* p = ::mmap(nullptr, size + extra, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANON | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return last_error();
-  if (extra) p = trim_to_alignment(p, size, align);
+  void* p = nullptr;
+  if ((ec = map_anonymous(size, PROT_READ | PROT_WRITE, MAP_NORESERVE, &p))) return ec;
 #if defined(MADV_NOHUGEPAGE)
   // Transparent huge pages in `always` mode would back a first touch anywhere in the range with
   // 2 MiB. A hint the kernel may not know (no THP built in): its refusal changes nothing.
