@@ -544,8 +544,8 @@ RESERVOIR_CHILD("pool.past_large_commit.closed") {
   return past_large_commit(true);
 }
 
-// The page past the last slot of an open chunk faults: the chunk's last page is its guard. (The
-// slot's own reservation is filled: the gap between is read-write.)
+// The page past the last slot of an open chunk faults: the chunk's last page is its guard, and
+// the gap between the slot's reservation and it reads.
 RESERVOIR_CHILD("pool.past_open_chunk") {
   large_slot_child_start(false);
   DynArray<int> a;  // the first chunk holds two slots: a and b, b the last
@@ -839,6 +839,47 @@ TEST_SUITE("slot_pool") {
 
 #if !defined(_WIN32)
 #if defined(__linux__)
+  TEST_CASE("an open chunk is one kernel mapping; a closed one's arrays are about two each") {
+    FreshPools fresh;
+    if (!full_default_here()) return;
+    if (!test::open_reservations_here()) {
+      MESSAGE("skipped: no open reservations here");
+      return;
+    }
+    const auto mappings = [] {
+      std::ifstream maps("/proc/self/maps");
+      std::size_t n = 0;
+      for (std::string line; std::getline(maps, line);)
+        ++n;
+      return n;
+    };
+    for (bool closed : {false, true}) {
+      CAPTURE(closed);
+      pal::testing::refuse_open_reservations(closed);
+      struct Reopen {
+        ~Reopen() { pal::testing::refuse_open_reservations(false); }
+      } reopen;
+      reservoir::trim_pools();
+      const std::size_t before = mappings();
+      const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
+      std::vector<DynArray<int>> live(300);
+      for (DynArray<int>& a : live)
+        a.push_back(1);
+      const std::size_t added = mappings() - before;
+      const std::uint64_t chunks = pal::testing::calls(pal::Op::reserve) - reserves;
+      CAPTURE(added);
+      CAPTURE(chunks);
+      // Open: at most one per chunk (adjacent chunks merge) and the vector's own; closed: a
+      // committed prefix amid PROT_NONE is a mapping of its own and splits its neighbour in two.
+      CHECK(chunks < live.size() / 2);
+      if (closed) {
+        CHECK(added >= live.size());
+      } else {
+        CHECK(added <= chunks + 2);
+      }
+    }
+  }
+
   TEST_CASE("a huge-page array's slot goes back whole: no resident tail, no advice left") {
     FreshPools fresh;
     if (!full_default_here()) return;
