@@ -5,8 +5,8 @@
 // is timed too. Then the same again in the same process: the second round ("rebuild") shows what
 // each container recycles of the memory the first round gave back (malloc's free lists, the slot
 // pools), where the first shows the cost of fresh memory. Last, churn: one array at a time
-// created, filled and destroyed, on one thread and then on two at once, with the resident set
-// read before and after the one-thread loop's timed half (flat once warm).
+// created, filled and destroyed, on one thread (timed after a warm-up, the resident set read
+// before and after: flat once warm) and then on two at once.
 #pragma once
 
 #include <algorithm>
@@ -42,8 +42,9 @@ struct ManyArraysTimes {
   std::int64_t churn_rss_growth = 0;  // bytes the resident set grew over the timed churn
 };
 
-// One array at a time, `iterations` times: made, filled with per_array ints, destroyed. Returns
-// the sum of each array's last element, checked against what it must be.
+// One array at a time, `iterations` times: made, filled with per_array ints, destroyed. The sum
+// of each array's last element is checked against what it must be (logic_error if not), so no
+// array is optimised away.
 template <class Array, class Make>
 void churn(std::uint64_t iterations, std::uint64_t per_array, const Make& make) {
   std::uint64_t sum = 0;
