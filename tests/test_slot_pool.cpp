@@ -650,7 +650,7 @@ TEST_SUITE("slot_pool") {
       std::vector<DynArray<int>> live(5);
       for (DynArray<int>& a : live)
         a.push_back(1);
-      // Chunks of 2, then 3 slots: two reservations for five arrays. A closed chunk's slot is
+      // Chunks of 2, then 4 slots (3 on Windows): two reservations for five arrays. A closed chunk's slot is
       // opened by its first commit; an open one's costs a guard as it is carved (and each open
       // chunk one for its last page), no commit.
       CHECK(pal::testing::calls(pal::Op::reserve) - reserves == 2);
@@ -789,7 +789,7 @@ TEST_SUITE("slot_pool") {
       live[i].assign(100, static_cast<int>(i));
     const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
     {
-      // The next chunk (3 slots) and the smallest one (2) are refused.
+      // The next chunk (4 slots, 3 on Windows) and the smallest one (2) are refused.
       struct Disarm {
         ~Disarm() { pal::testing::clear(); }
       } disarm;
@@ -869,9 +869,11 @@ TEST_SUITE("slot_pool") {
       const std::uint64_t chunks = pal::testing::calls(pal::Op::reserve) - reserves;
       CAPTURE(added);
       CAPTURE(chunks);
+      // A new chunk costs a dozen system calls, several arrays' worth: chunks double up to
+      // their cap (31 slots of 64 GiB, 256 of 1 GiB), about 17 for 300 arrays.
+      CHECK(chunks <= 24);
       // Open: at most one per chunk (adjacent chunks merge) and the vector's own; closed: a
       // committed prefix amid PROT_NONE is a mapping of its own and splits its neighbour in two.
-      CHECK(chunks < live.size() / 2);
       if (closed) {
         CHECK(added >= live.size());
       } else {

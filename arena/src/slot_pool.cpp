@@ -79,12 +79,19 @@ static_assert(kClassBytes[kFirstLarge - 1] == kLargestPoolSlot);
 // plan() never asks more of a reservation's base).
 constexpr std::size_t kLargeAlign = std::size_t{2} << 20;
 // A large class's first chunk holds this many slots, each later one twice the previous, up to
-// kMaxLargeChunkSlots and kMaxLargeChunkBytes (64 GiB slots: 3 per chunk; 1 GiB: 64; 64 MiB:
-// 64). The byte cap bounds what a chunk costs where reserved pages are not free (Wine keeps a
-// byte per reserved page: 64 MiB for 256 GiB) and the spare address space a class can hold.
+// kMaxLargeChunkSlots and kMaxLargeChunkBytes (64 GiB slots: up to 31 per chunk, 3 on Windows;
+// 1 GiB and 64 MiB: up to 256). A new chunk costs a dozen system calls (the open-chunk checks
+// read two /proc files), several times a default array's own cost: the caps keep that to a
+// few dozen chunks for the first 1e4 default arrays. The byte cap bounds the spare address
+// space a class can hold and, on Windows, what a chunk costs where reserved pages are not free
+// (Wine keeps a byte per reserved page: 64 MiB for 256 GiB).
 constexpr std::size_t kFirstLargeChunkSlots = 2;
-constexpr std::size_t kMaxLargeChunkSlots = 64;
+constexpr std::size_t kMaxLargeChunkSlots = 256;
+#if defined(_WIN32)
 constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 38 : 30);
+#else
+constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 41 : 30);
+#endif
 constexpr std::size_t kLargeChunkShare = 16;
 
 constexpr bool is_large(std::size_t k) noexcept {
