@@ -213,11 +213,13 @@ struct ChildRegistrar {
 };
 #define RESERVOIR_CONCAT_(a, b) a##b
 #define RESERVOIR_CONCAT(a, b) RESERVOIR_CONCAT_(a, b)
-#define RESERVOIR_CHILD(name)                                                 \
-  static int RESERVOIR_CONCAT(child_body_, __LINE__)();                       \
-  static const ::test::ChildRegistrar RESERVOIR_CONCAT(child_reg_, __LINE__)( \
-      name, &RESERVOIR_CONCAT(child_body_, __LINE__));                        \
-  static int RESERVOIR_CONCAT(child_body_, __LINE__)()
+// Named by __COUNTER__, not __LINE__: the unity build puts several test files in one unit.
+#define RESERVOIR_CHILD_(name, id)                                      \
+  static int RESERVOIR_CONCAT(child_body_, id)();                       \
+  static const ::test::ChildRegistrar RESERVOIR_CONCAT(child_reg_, id)( \
+      name, &RESERVOIR_CONCAT(child_body_, id));                        \
+  static int RESERVOIR_CONCAT(child_body_, id)()
+#define RESERVOIR_CHILD(name) RESERVOIR_CHILD_(name, __COUNTER__)
 
 // True if the child died of a memory access fault (SIGSEGV/SIGBUS, or an access violation).
 bool died_of_access_violation(const ProcessResult& r);
