@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -545,9 +546,11 @@ RESERVOIR_CHILD("pool.past_large_commit.closed") {
 }
 
 // The page past the last slot of an open chunk faults: the chunk's last page is its guard, and
-// the gap between the slot's reservation and it reads.
-RESERVOIR_CHILD("pool.past_open_chunk") {
+// the gap between the slot's reservation and it reads. ".mprotect": guards made as on kernels
+// before 6.13.
+int past_open_chunk(bool by_mprotect) {
   large_slot_child_start(false);
+  pal::testing::refuse_guard_install(by_mprotect);
   DynArray<int> a;  // the first chunk holds two slots: a and b, b the last
   DynArray<int> b;
   a.push_back(1);
@@ -559,6 +562,16 @@ RESERVOIR_CHILD("pool.past_open_chunk") {
   for (; off < kHugeAlign + pal::page_size(); off += pal::page_size())
     (void)end[off];
   return 0;
+}
+RESERVOIR_CHILD("pool.past_open_chunk") {
+  return past_open_chunk(false);
+}
+RESERVOIR_CHILD("pool.past_open_chunk.mprotect") {
+  return past_open_chunk(true);
+}
+RESERVOIR_CHILD("pool.below_large_slot.mprotect") {
+  pal::testing::refuse_guard_install(true);
+  return below_large_slot(false);
 }
 
 #if !defined(_WIN32)
@@ -650,9 +663,9 @@ TEST_SUITE("slot_pool") {
       std::vector<DynArray<int>> live(5);
       for (DynArray<int>& a : live)
         a.push_back(1);
-      // Chunks of 2, then 4 slots (3 on Windows): two reservations for five arrays. A closed chunk's slot is
-      // opened by its first commit; an open one's costs a guard as it is carved (and each open
-      // chunk one for its last page), no commit.
+      // Chunks of 2, then 4 slots (3 on Windows): two reservations for five arrays. A closed
+      // chunk's slot is opened by its first commit; an open one's costs a guard as it is carved
+      // (and each open chunk one for its last page), no commit.
       CHECK(pal::testing::calls(pal::Op::reserve) - reserves == 2);
       CHECK(pal::testing::calls(pal::Op::commit) - commits == (past_boundary ? 0 : 5));
       CHECK(pal::testing::calls(pal::Op::guard) - guards == (past_boundary ? 7 : 0));
@@ -832,8 +845,12 @@ TEST_SUITE("slot_pool") {
       }
     }
     if (open) {
-      test::ProcessResult r = test::run_child("pool.past_open_chunk");
-      CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
+      for (const char* name : {"pool.past_open_chunk", "pool.past_open_chunk.mprotect",
+                               "pool.below_large_slot.mprotect"}) {
+        CAPTURE(name);
+        test::ProcessResult r = test::run_child(name);
+        CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
+      }
     }
   }
 
@@ -853,11 +870,19 @@ TEST_SUITE("slot_pool") {
         ++n;
       return n;
     };
-    for (bool closed : {false, true}) {
-      CAPTURE(closed);
+    // Open chunks with guards by MADV_GUARD_INSTALL, open ones with guards by mprotect (kernels
+    // before 6.13), closed chunks.
+    for (const std::string mode : {"open", "open, mprotect guards", "closed"}) {
+      CAPTURE(mode);
+      const bool closed = mode == "closed";
+      const bool by_mprotect = mode.find("mprotect") != std::string::npos;
       pal::testing::refuse_open_reservations(closed);
+      pal::testing::refuse_guard_install(by_mprotect);
       struct Reopen {
-        ~Reopen() { pal::testing::refuse_open_reservations(false); }
+        ~Reopen() {
+          pal::testing::refuse_open_reservations(false);
+          pal::testing::refuse_guard_install(false);
+        }
       } reopen;
       reservoir::trim_pools();
       const std::size_t before = mappings();
@@ -873,12 +898,71 @@ TEST_SUITE("slot_pool") {
       // their cap (31 slots of 64 GiB, 256 of 1 GiB), about 17 for 300 arrays.
       CHECK(chunks <= 24);
       // Open: at most one per chunk (adjacent chunks merge) and the vector's own; closed: a
-      // committed prefix amid PROT_NONE is a mapping of its own and splits its neighbour in two.
-      if (closed) {
+      // committed prefix amid PROT_NONE is a mapping of its own and splits its neighbour in two,
+      // as each guard page made by mprotect does in an open chunk.
+      if (closed || by_mprotect) {
         CHECK(added >= live.size());
       } else {
         CHECK(added <= chunks + 2);
       }
+    }
+  }
+
+  TEST_CASE("with guards made by mprotect (kernels before 6.13) open chunks keep every array") {
+    FreshPools fresh;
+    if (!full_default_here()) return;
+    if (!test::open_reservations_here()) {
+      MESSAGE("skipped: no open reservations here");
+      return;
+    }
+    pal::testing::refuse_guard_install(true);
+    struct Restore {
+      ~Restore() { pal::testing::refuse_guard_install(false); }
+    } restore;
+    reservoir::trim_pools();
+    // The permissions of the mapping that holds p, from /proc/self/maps ("rw-p", "---p").
+    const auto perms = [](const void* p) {
+      std::ifstream maps("/proc/self/maps");
+      const auto addr = reinterpret_cast<std::uintptr_t>(p);
+      for (std::string line; std::getline(maps, line);) {
+        std::uintptr_t lo = 0, hi = 0;
+        char mode[5] = {};
+        if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %4s", &lo, &hi, mode) == 3 &&
+            addr >= lo && addr < hi) {
+          return std::string(mode);
+        }
+      }
+      return std::string("unmapped");
+    };
+    const std::uint64_t guards = pal::testing::calls(pal::Op::guard);
+    std::vector<DynArray<int>> live(40);
+    const auto fill = [](DynArray<int>& a, int seed) {
+      for (int i = 0; i < 3000 + seed; ++i)
+        a.push_back(seed * 7919 + i);
+    };
+    const auto intact = [](const DynArray<int>& a, int seed) {
+      if (a.size() != static_cast<std::size_t>(3000 + seed)) return false;
+      for (int i = 0; i < 3000 + seed; ++i)
+        if (a[static_cast<std::size_t>(i)] != seed * 7919 + i) return false;
+      return true;
+    };
+    for (std::size_t i = 0; i < live.size(); ++i)
+      fill(live[i], static_cast<int>(i));
+    CHECK(pal::testing::calls(pal::Op::guard) - guards >= live.size());
+    for (const DynArray<int>& a : live) {
+      CHECK(perms(a.data()) == "rw-p");
+      CHECK(perms(a.arena().base() - 1) == "---p");  // the slot's guard page
+    }
+    // Every other array destroyed and made again: recycled slots keep their guard, the others
+    // their contents.
+    for (std::size_t i = 0; i < live.size(); i += 2)
+      live[i] = DynArray<int>();
+    for (std::size_t i = 0; i < live.size(); i += 2)
+      fill(live[i], static_cast<int>(i));
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      CAPTURE(i);
+      CHECK(intact(live[i], static_cast<int>(i)));
+      CHECK(perms(live[i].arena().base() - 1) == "---p");
     }
   }
 

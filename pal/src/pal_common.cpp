@@ -19,6 +19,7 @@ struct FaultSlot {
 std::atomic<std::size_t> g_page_size_override{0};
 std::atomic<int> g_thp_override{-1};
 std::atomic<bool> g_refuse_open{false};
+std::atomic<bool> g_refuse_guard_install{false};
 
 constexpr std::size_t kOps = static_cast<std::size_t>(Op::count_);
 std::array<FaultSlot, kOps> g_slots;
@@ -70,6 +71,14 @@ void refuse_open_reservations(bool refuse) noexcept {
 
 bool open_reservations_refused() noexcept {
   return g_refuse_open.load(std::memory_order_relaxed);
+}
+
+void refuse_guard_install(bool refuse) noexcept {
+  g_refuse_guard_install.store(refuse, std::memory_order_relaxed);
+}
+
+bool guard_install_refused() noexcept {
+  return g_refuse_guard_install.load(std::memory_order_relaxed);
 }
 
 void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept {

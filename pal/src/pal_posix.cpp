@@ -358,7 +358,7 @@ std::error_code guard(void* addr, std::size_t size) noexcept {
   std::error_code ec;
   if (injected_failure(Op::guard, &ec)) return ec;
 #if RESERVOIR_PAL_LINUX
-  if (g_guard_install.load(std::memory_order_relaxed) != 0) {
+  if (g_guard_install.load(std::memory_order_relaxed) != 0 && !testing::guard_install_refused()) {
     if (::madvise(addr, size, MADV_GUARD_INSTALL) == 0) {
       g_guard_install.store(1, std::memory_order_relaxed);
       return {};

@@ -64,6 +64,10 @@ void set_transparent_huge_pages(int mode) noexcept;
 // default), so that the paths of systems without open reservations run here too.
 void refuse_open_reservations(bool refuse) noexcept;
 bool open_reservations_refused() noexcept;
+// Makes guard() make its guard pages with mprotect(PROT_NONE) (true), as on Linux kernels before
+// 6.13, instead of MADV_GUARD_INSTALL where the kernel takes it (false, the default).
+void refuse_guard_install(bool refuse) noexcept;
+bool guard_install_refused() noexcept;
 }  // namespace testing
 
 }  // namespace reservoir::pal
