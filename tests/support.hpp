@@ -213,7 +213,8 @@ struct ChildRegistrar {
 };
 #define RESERVOIR_CONCAT_(a, b) a##b
 #define RESERVOIR_CONCAT(a, b) RESERVOIR_CONCAT_(a, b)
-// Named by __COUNTER__, not __LINE__: the unity build puts several test files in one unit.
+// Named by __COUNTER__: names must be unique in a unit, and the unity build puts several test
+// files (whose children may sit on the same line numbers) in one unit.
 #define RESERVOIR_CHILD_(name, id)                                      \
   static int RESERVOIR_CONCAT(child_body_, id)();                       \
   static const ::test::ChildRegistrar RESERVOIR_CONCAT(child_reg_, id)( \

@@ -79,18 +79,22 @@ static_assert(kClassBytes[kFirstLarge - 1] == kLargestPoolSlot);
 // plan() never asks more of a reservation's base).
 constexpr std::size_t kLargeAlign = std::size_t{2} << 20;
 // A large class's first chunk holds this many slots, each later one twice the previous, up to
-// kMaxLargeChunkSlots and kMaxLargeChunkBytes (64 GiB slots: up to 31 per chunk, 3 on Windows;
-// 1 GiB and 64 MiB: up to 256). A new chunk costs a dozen system calls (the open-chunk checks
-// read two /proc files), several times a default array's own cost: the caps keep that to a
-// few dozen chunks for the first 1e4 default arrays. The byte cap bounds the spare address
-// space a class can hold and, on Windows, what a chunk costs where reserved pages are not free
-// (Wine keeps a byte per reserved page: 64 MiB for 256 GiB).
+// kMaxLargeChunkSlots and kMaxLargeChunkBytes. A new chunk costs about a dozen system calls (on
+// Linux the open-chunk checks read two /proc files), several times a default array's own cost,
+// so on Linux, where a chunk is one read-write MAP_NORESERVE mapping that costs nothing until
+// touched, the caps are large: 64 GiB slots up to 31 to a chunk, 1 GiB and 64 MiB slots up to 256.
+// Elsewhere a chunk is not free in proportion to its size: XNU splits an anonymous mapping into
+// 128 MiB map entries, FreeBSD charges swap for the whole object at the first mprotect of a
+// clipped entry, Wine keeps a byte per reserved page (64 MiB for 256 GiB): there the caps are
+// 256 GiB and 64 slots (64 GiB slots: 3 to a chunk). The byte cap also bounds the spare address
+// space a class can hold.
 constexpr std::size_t kFirstLargeChunkSlots = 2;
+#if defined(__linux__)
 constexpr std::size_t kMaxLargeChunkSlots = 256;
-#if defined(_WIN32)
-constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 38 : 30);
-#else
 constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 41 : 30);
+#else
+constexpr std::size_t kMaxLargeChunkSlots = 64;
+constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 38 : 30);
 #endif
 constexpr std::size_t kLargeChunkShare = 16;
 
