@@ -93,6 +93,21 @@ TEST_SUITE("pal") {
 #endif
   }
 
+  TEST_CASE("the address space counted holds the stack and the mappings made") {
+    // The budget of default arrays is half of it: counting too little (a stack far below the top
+    // of user space, as on Darwin arm64) would shrink every default array's reservation.
+    int probe = 0;
+    const auto stack = reinterpret_cast<std::uintptr_t>(&probe);
+    const std::size_t size = pal::address_space_size();
+    CAPTURE(size);
+    if (sizeof(void*) >= 8 && !kThreadSanitizer) CHECK(size >= std::size_t{1} << 36);
+    if (pal::AddressSpaceLimit l; !pal::address_space_limit(&l) && !kThreadSanitizer) {
+      CHECK(stack < size);
+      Reservation r(pal::allocation_granularity());
+      CHECK(reinterpret_cast<std::uintptr_t>(r.base) < size);
+    }
+  }
+
   TEST_CASE("under ThreadSanitizer at most 1 TiB of address space is counted") {
     // TSan's application ranges hold about 2 TiB: counting 1 TiB keeps the budget (half of what
     // is counted, unless set by hand) well inside them.

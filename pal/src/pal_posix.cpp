@@ -46,6 +46,7 @@
 
 #if defined(__APPLE__)
 #include <mach/mach.h>
+#include <mach/vm_param.h>
 #elif defined(__FreeBSD__)
 #include <sys/sysctl.h>
 #include <sys/user.h>
@@ -160,12 +161,18 @@ std::size_t allocation_granularity() noexcept {
 // ---- address space -----------------------------------------------------------------------------
 
 std::size_t address_space_size() noexcept {
-  // The stack sits just below the top of the user address space on Linux, macOS and FreeBSD.
+#if defined(__APPLE__)
+  // Darwin says where user space ends (128 TiB on macOS). Its arm64 main stack sits far below
+  // that (USRSTACK64: 0x16fe00000), so the stack cannot tell.
+  std::size_t size = static_cast<std::size_t>(MACH_VM_MAX_ADDRESS);
+#else
+  // The stack sits just below the top of the user address space on Linux and FreeBSD.
   int probe = 0;
   const auto top = reinterpret_cast<std::uintptr_t>(&probe);
   std::size_t size = top < (std::uintptr_t{1} << (sizeof(std::uintptr_t) * 8 - 1))
                          ? static_cast<std::size_t>(std::bit_ceil(top + 1))
                          : static_cast<std::size_t>(top);
+#endif
   struct rlimit lim{};
   if (::getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
       static_cast<std::size_t>(lim.rlim_cur) < size) {
