@@ -29,6 +29,8 @@ using detail::kMax;
 // changes with every mapping.
 constexpr std::int64_t kNoLimitReadingAge = 20'000'000;  // 20 ms
 std::atomic<std::int64_t> g_no_limit_until{0};
+// Whether large pool chunks are reserved open where the OS allows (set_open_pool_chunks).
+std::atomic<bool> g_open_chunks{true};
 std::atomic<std::size_t> g_no_limit_size{0};
 
 std::int64_t now_ns() noexcept {
@@ -43,8 +45,10 @@ namespace detail {
 
 std::error_code reserve_mapping(std::size_t size, void** out, bool release_parked,
                                 bool* open) noexcept {
+  if (open != nullptr) *open = false;
+  const bool try_open = open != nullptr && g_open_chunks.load(std::memory_order_relaxed);
   const auto attempt = [&] {
-    if (open != nullptr) {
+    if (try_open) {
       const std::error_code ec = pal::reserve_open(size, out);
       *open = !ec;
       if (ec != std::errc::not_supported) return ec;
@@ -83,6 +87,14 @@ void release_mapping(void* mapping, std::size_t size) noexcept {
 }
 
 }  // namespace detail
+
+void set_open_pool_chunks(bool open) noexcept {
+  g_open_chunks.store(open, std::memory_order_relaxed);
+}
+
+bool open_pool_chunks() noexcept {
+  return g_open_chunks.load(std::memory_order_relaxed);
+}
 
 std::size_t reserved_address_space() noexcept {
   return g_reserved.load(std::memory_order_relaxed);
