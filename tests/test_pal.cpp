@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,10 @@
 #include <thread>
 
 #include <reservoir/pal.hpp>
+
+#if defined(__APPLE__)
+#include <TargetConditionals.h>
+#endif
 
 #include "support.hpp"
 
@@ -93,6 +99,13 @@ TEST_SUITE("pal") {
 #endif
   }
 
+  // 64-bit systems whose user space is far larger than 64 GiB (not iOS and its kin: 63 GiB).
+#if defined(__APPLE__) && !TARGET_OS_OSX
+  static constexpr bool kLargeUserSpace = false;
+#else
+  static constexpr bool kLargeUserSpace = sizeof(void*) >= 8;
+#endif
+
   TEST_CASE("the address space counted holds the stack and the mappings made") {
     // The budget of default arrays is half of it: counting too little (a stack far below the top
     // of user space, as on Darwin arm64) would shrink every default array's reservation.
@@ -100,8 +113,8 @@ TEST_SUITE("pal") {
     const auto stack = reinterpret_cast<std::uintptr_t>(&probe);
     const std::size_t size = pal::address_space_size();
     CAPTURE(size);
-    if (sizeof(void*) >= 8 && !kThreadSanitizer) CHECK(size >= std::size_t{1} << 36);
     if (pal::AddressSpaceLimit l; !pal::address_space_limit(&l) && !kThreadSanitizer) {
+      if (kLargeUserSpace) CHECK(size >= std::size_t{1} << 36);
       CHECK(stack < size);
       Reservation r(pal::allocation_granularity());
       CHECK(reinterpret_cast<std::uintptr_t>(r.base) < size);
@@ -304,6 +317,28 @@ TEST_SUITE("pal") {
     pal::testing::refuse_open_reservations(true);
     CHECK(pal::reserve_open(size, &p) == std::errc::not_supported);
     pal::testing::refuse_open_reservations(false);
+    // Not made where it cannot be kept out of core dumps (the advice refused).
+    {
+      test::FaultGuard fault(pal::Op::advise);
+      CHECK(pal::reserve_open(size, &p) == std::errc::not_supported);
+    }
+    // Made open, it is out of core dumps: "dd" in its VmFlags.
+    REQUIRE_FALSE(pal::reserve_open(size, &p));
+    {
+      std::ifstream smaps("/proc/self/smaps");
+      const auto addr = reinterpret_cast<std::uintptr_t>(p);
+      bool inside = false, dontdump = false;
+      for (std::string line; std::getline(smaps, line);) {
+        std::uintptr_t lo = 0, hi = 0;
+        if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &lo, &hi) == 2) {  // a mapping
+          inside = addr >= lo && addr < hi;
+        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+          dontdump = line.find(" dd") != std::string::npos;
+        }
+      }
+      CHECK(dontdump);
+    }
+    CHECK_FALSE(pal::release(p, size));
   }
 
   TEST_CASE("a decommitted page faults instead of reading stale data") {

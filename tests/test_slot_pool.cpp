@@ -1256,6 +1256,14 @@ TEST_SUITE("slot_pool") {
       MESSAGE("skipped: core_pattern is '" << pattern << "', not a file named core in the cwd");
       return;
     }
+    if (struct rlimit core{};
+        ::getrlimit(RLIMIT_CORE, &core) != 0 || core.rlim_max < (std::uint64_t{1} << 30)) {
+      MESSAGE("skipped: the hard RLIMIT_CORE is below 1 GiB");
+      return;
+    }
+    struct Unset {
+      ~Unset() { (void)::unsetenv("RESERVOIR_TEST_CORE_DIR"); }
+    } unset;
     namespace fs = std::filesystem;
     for (const bool closed : {false, true}) {
       CAPTURE(closed);
@@ -1305,7 +1313,6 @@ TEST_SUITE("slot_pool") {
       CHECK(found == closed);  // arrays are 8-byte aligned, and so are the core's page contents
       fs::remove_all(dir);
     }
-    (void)::unsetenv("RESERVOIR_TEST_CORE_DIR");
   }
 }
 #endif

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "pal_internal.hpp"
@@ -162,9 +163,10 @@ std::size_t allocation_granularity() noexcept {
 
 std::size_t address_space_size() noexcept {
 #if defined(__APPLE__)
-  // Darwin says where user space ends (128 TiB on macOS). Its arm64 main stack sits far below
-  // that (USRSTACK64: 0x16fe00000), so the stack cannot tell.
-  std::size_t size = static_cast<std::size_t>(MACH_VM_MAX_ADDRESS);
+  // Darwin says where user space ends (128 TiB on macOS, 63 GiB on iOS). Its arm64 main stack
+  // sits far below that (USRSTACK64: 0x16fe00000), so the stack cannot tell.
+  std::size_t size = static_cast<std::size_t>(
+      std::min<std::uint64_t>(MACH_VM_MAX_ADDRESS, std::numeric_limits<std::size_t>::max()));
 #else
   // The stack sits just below the top of the user address space on Linux and FreeBSD.
   int probe = 0;
@@ -352,13 +354,18 @@ std::error_code reserve_open(std::size_t size, void** out) noexcept {
   // 2 MiB. A hint the kernel may not know (no THP built in): its refusal changes nothing.
   (void)::madvise(p, size, MADV_NOHUGEPAGE);
 #endif
-  // Out of core dumps: the kernel dumps a written private mapping whole, a page at a time, so a
-  // core of a process holding 2 TiB open took 54 s and 2 TiB of file (sparse, or zeros into a
-  // pipe handler). Without the advice (kernels before 3.4) the range is not offered as open.
-  if (::madvise(p, size, MADV_DONTDUMP) != 0) {
+  // Out of core dumps: the kernel dumps a written private mapping whole, a page at a time (a
+  // process holding 2 TiB of such chunks took 54 s and wrote 2 TiB, sparse, or would stream that
+  // many zeros into a pipe handler). Where the advice is refused the range is not made open.
+#if defined(MADV_DONTDUMP)
+  if (injected_failure(Op::advise, &ec) || ::madvise(p, size, MADV_DONTDUMP) != 0) {
     (void)::munmap(p, size);
     return std::make_error_code(std::errc::not_supported);
   }
+#else
+  (void)::munmap(p, size);
+  return std::make_error_code(std::errc::not_supported);
+#endif
   *out = p;
   return {};
 #else

@@ -188,11 +188,13 @@ std::size_t reservation_cache_size() noexcept;
 //
 // On Linux the large chunks are open: reserved read-write (MAP_NORESERVE), so an arena in one
 // commits without a system call, and left out of core dumps (MADV_DONTDUMP), since the kernel
-// would dump each written one whole, a page at a time (a core of a process holding 2 TiB of them
-// took 54 s). So a core file holds no contents of default arrays there. set_open_pool_chunks(false)
+// would dump each written one whole, a page at a time. So a core file holds nothing of an arena
+// in a large slot there (default arrays, and any arena whose reservation is within 1/64 below a
+// tier); arenas with reuse_reservation = false are always dumped. set_open_pool_chunks(false)
 // makes the chunks reserved afterwards closed, as on the other systems: PROT_NONE, each commit a
-// system call, committed pages in core dumps like any other memory. Call it before the first
-// default array to have them all in core dumps. Thread-safe.
+// system call, committed pages in core dumps like any other memory. Slots of open chunks already
+// reserved (parked, cached by a thread, or not yet handed out) are still handed out after it:
+// call it before the first such arena to have them all in core dumps. Thread-safe.
 void set_open_pool_chunks(bool open) noexcept;
 bool open_pool_chunks() noexcept;
 

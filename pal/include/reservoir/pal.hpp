@@ -41,9 +41,10 @@ std::size_t allocation_granularity() noexcept;
 std::error_code reserve(std::size_t size, void** out) noexcept;
 
 // The size of the user address space this process can reserve from: the span below the highest
-// user address (POSIX: the next power of two above the stack, which the kernel places at the top,
-// so 128 TiB on 47-bit x86-64 and arm64, 512 GiB on 39-bit arm64 kernels; Windows:
-// lpMaximumApplicationAddress), lowered to RLIMIT_AS where that is set. Never 0.
+// user address (Linux, FreeBSD: the next power of two above the stack, which the kernel places at
+// the top, so 128 TiB on 47-bit x86-64 and arm64, 512 GiB on 39-bit arm64 kernels; macOS:
+// MACH_VM_MAX_ADDRESS, 128 TiB; Windows: lpMaximumApplicationAddress), lowered to RLIMIT_AS
+// where that is set. Never 0.
 std::size_t address_space_size() noexcept;
 
 // Makes [addr, addr+size) readable and writable. addr and size are page-aligned and lie inside one
@@ -70,7 +71,8 @@ std::error_code release(void* addr, std::size_t size) noexcept;
 // Reserves `size` bytes (as reserve(): a multiple of allocation_granularity(), no RAM) readable
 // and writable at once: RAM is supplied on first touch, and none of it is charged against a
 // commit limit until touched. No transparent huge pages inside it unless advise_huge_pages() asks
-// for them. Not in core dumps (MADV_DONTDUMP): the kernel would dump the whole range. Linux only,
+// for them. Not in core dumps (MADV_DONTDUMP; std::errc::not_supported where the advice is
+// refused): the kernel would dump the whole range once written. Linux only,
 // and not where the whole range would count at once: strict overcommit (vm.overcommit_memory =
 // 2), a finite data limit (RLIMIT_DATA), locked memory (mlockall: any VmLck).
 // std::errc::not_supported there and elsewhere, and then reserve() is the way.
