@@ -354,9 +354,9 @@ std::error_code reserve_open(std::size_t size, void** out) noexcept {
   // 2 MiB. A hint the kernel may not know (no THP built in): its refusal changes nothing.
   (void)::madvise(p, size, MADV_NOHUGEPAGE);
 #endif
-  // Out of core dumps: the kernel dumps a written private mapping whole, a page at a time (a
-  // process holding 2 TiB of such chunks took 54 s and wrote 2 TiB, sparse, or would stream that
-  // many zeros into a pipe handler). Where the advice is refused the range is not made open.
+  // Out of core dumps: the kernel dumps a written private mapping whole, a page at a time, so
+  // terabytes of untouched range would cost a crashing process minutes and its core terabytes
+  // (docs/address-space.md). Where the advice is refused the range is not made open.
 #if defined(MADV_DONTDUMP)
   if (injected_failure(Op::advise, &ec) || ::madvise(p, size, MADV_DONTDUMP) != 0) {
     (void)::munmap(p, size);

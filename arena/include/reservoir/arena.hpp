@@ -181,10 +181,10 @@ std::size_t reservation_cache_size() noexcept;
 // reservation is within 1/64 of 64 MiB, 1 GiB or 64 GiB (default_reservation_size's tiers) takes
 // a slot of that size, 2 MiB-aligned, with a never-committed 2 MiB gap to the next one, from a
 // chunk of 2 to 256 slots (at most 2 TiB; elsewhere than Linux 64 slots, 256 GiB), and is
-// recycled as above. The address space of those
-// chunks that no live arena holds is counted like parked reservations (it never makes the
-// budget's tiers smaller). A chunk the OS refuses is no error (the arena reserves a mapping of
-// its own), and under an address-space limit (RLIMIT_AS) no large chunk is reserved.
+// recycled as above. The address space of those chunks that no live arena holds is counted like
+// parked reservations (it never makes the budget's tiers smaller). A chunk the OS refuses is no
+// error (the arena reserves a mapping of its own), and under an address-space limit (RLIMIT_AS) no
+// large chunk is reserved.
 //
 // On Linux the large chunks are open: reserved read-write (MAP_NORESERVE), so an arena in one
 // commits without a system call, and left out of core dumps (MADV_DONTDUMP), since the kernel

@@ -71,11 +71,11 @@ std::error_code release(void* addr, std::size_t size) noexcept;
 // Reserves `size` bytes (as reserve(): a multiple of allocation_granularity(), no RAM) readable
 // and writable at once: RAM is supplied on first touch, and none of it is charged against a
 // commit limit until touched. No transparent huge pages inside it unless advise_huge_pages() asks
-// for them. Not in core dumps (MADV_DONTDUMP; std::errc::not_supported where the advice is
-// refused): the kernel would dump the whole range once written. Linux only,
-// and not where the whole range would count at once: strict overcommit (vm.overcommit_memory =
-// 2), a finite data limit (RLIMIT_DATA), locked memory (mlockall: any VmLck).
-// std::errc::not_supported there and elsewhere, and then reserve() is the way.
+// for them. Not in core dumps (MADV_DONTDUMP), since the kernel would dump the whole range once
+// written. Linux only, and not where the whole range would count at once: strict overcommit
+// (vm.overcommit_memory = 2), a finite data limit (RLIMIT_DATA), locked memory (mlockall: any
+// VmLck); nor where the kernel refuses the advice. std::errc::not_supported there and elsewhere,
+// and then reserve() is the way.
 std::error_code reserve_open(std::size_t size, void** out) noexcept;
 
 // Makes [addr, addr+size) (page-aligned, inside an open reservation) fault on every access, for
