@@ -318,10 +318,9 @@ TEST_SUITE("pal") {
     CHECK(pal::reserve_open(size, &p) == std::errc::not_supported);
     pal::testing::refuse_open_reservations(false);
     // Not made where it cannot be kept out of core dumps (the advice refused).
-    {
-      test::FaultGuard fault(pal::Op::advise);
-      CHECK(pal::reserve_open(size, &p) == std::errc::not_supported);
-    }
+    pal::testing::refuse_dontdump(true);
+    CHECK(pal::reserve_open(size, &p) == std::errc::not_supported);
+    pal::testing::refuse_dontdump(false);
     // Made open, it is out of core dumps: "dd" in its VmFlags.
     REQUIRE_FALSE(pal::reserve_open(size, &p));
     {

@@ -20,6 +20,7 @@ std::atomic<std::size_t> g_page_size_override{0};
 std::atomic<int> g_thp_override{-1};
 std::atomic<bool> g_refuse_open{false};
 std::atomic<bool> g_refuse_guard_install{false};
+std::atomic<bool> g_refuse_dontdump{false};
 
 constexpr std::size_t kOps = static_cast<std::size_t>(Op::count_);
 std::array<FaultSlot, kOps> g_slots;
@@ -79,6 +80,14 @@ void refuse_guard_install(bool refuse) noexcept {
 
 bool guard_install_refused() noexcept {
   return g_refuse_guard_install.load(std::memory_order_relaxed);
+}
+
+void refuse_dontdump(bool refuse) noexcept {
+  g_refuse_dontdump.store(refuse, std::memory_order_relaxed);
+}
+
+bool dontdump_refused() noexcept {
+  return g_refuse_dontdump.load(std::memory_order_relaxed);
 }
 
 void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept {

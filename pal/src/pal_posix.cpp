@@ -358,7 +358,7 @@ std::error_code reserve_open(std::size_t size, void** out) noexcept {
   // terabytes of untouched range would cost a crashing process minutes and its core terabytes
   // (docs/address-space.md). Where the advice is refused the range is not made open.
 #if defined(MADV_DONTDUMP)
-  if (injected_failure(Op::advise, &ec) || ::madvise(p, size, MADV_DONTDUMP) != 0) {
+  if (testing::dontdump_refused() || ::madvise(p, size, MADV_DONTDUMP) != 0) {
     (void)::munmap(p, size);
     return std::make_error_code(std::errc::not_supported);
   }

@@ -68,6 +68,10 @@ bool open_reservations_refused() noexcept;
 // 6.13, instead of MADV_GUARD_INSTALL where the kernel takes it (false, the default).
 void refuse_guard_install(bool refuse) noexcept;
 bool guard_install_refused() noexcept;
+// Makes reserve_open() act as if the kernel refused MADV_DONTDUMP (true): it then makes no open
+// reservation. Not counted as a call, so that call counts stay those of the kernel.
+void refuse_dontdump(bool refuse) noexcept;
+bool dontdump_refused() noexcept;
 }  // namespace testing
 
 }  // namespace reservoir::pal
