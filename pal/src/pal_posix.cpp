@@ -320,6 +320,9 @@ std::error_code decommit(void* addr, std::size_t size) noexcept {
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102  // Linux 6.13 uapi value; older headers lack it
 #endif
+#ifndef MADV_DONTDUMP
+#define MADV_DONTDUMP 16  // Linux 3.4 uapi value; a kernel without it refuses it (EINVAL)
+#endif
 namespace {
 // 1: the kernel takes MADV_GUARD_INSTALL; 0: it does not (EINVAL: before 6.13); -1: not asked yet.
 std::atomic<int> g_guard_install{-1};
@@ -357,15 +360,10 @@ std::error_code reserve_open(std::size_t size, void** out) noexcept {
   // Out of core dumps: the kernel dumps a written private mapping whole, a page at a time, so
   // terabytes of untouched range would cost a crashing process minutes and its core terabytes
   // (docs/address-space.md). Where the advice is refused the range is not made open.
-#if defined(MADV_DONTDUMP)
   if (testing::dontdump_refused() || ::madvise(p, size, MADV_DONTDUMP) != 0) {
     (void)::munmap(p, size);
     return std::make_error_code(std::errc::not_supported);
   }
-#else
-  (void)::munmap(p, size);
-  return std::make_error_code(std::errc::not_supported);
-#endif
   *out = p;
   return {};
 #else
