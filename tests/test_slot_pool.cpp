@@ -935,6 +935,39 @@ TEST_SUITE("slot_pool") {
     }
   }
 
+  TEST_CASE("set_open_pool_chunks(false): later default arrays commit in closed chunks") {
+    FreshPools fresh;
+    if (!full_default_here()) return;
+    if (!test::open_reservations_here()) {
+      MESSAGE("skipped: no open reservations here");
+      return;
+    }
+    struct Restore {
+      ~Restore() { reservoir::set_open_pool_chunks(true); }
+    } restore;
+    CHECK(reservoir::open_pool_chunks());
+    for (const bool open : {true, false}) {
+      CAPTURE(open);
+      reservoir::set_open_pool_chunks(open);
+      CHECK(reservoir::open_pool_chunks() == open);
+      reservoir::trim_pools();  // no slot of an earlier chunk is handed out
+      const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
+      std::vector<DynArray<int>> live(4);
+      for (DynArray<int>& a : live)
+        for (int i = 0; i < 5000; ++i)
+          a.push_back(i);
+      // Open: committing is bookkeeping; closed: each array's steps are mprotect calls.
+      const std::uint64_t made = pal::testing::calls(pal::Op::commit) - commits;
+      if (open) {
+        CHECK(made == 0);
+      } else {
+        CHECK(made >= live.size());
+      }
+      for (const DynArray<int>& a : live)
+        CHECK(a[4999] == 4999);
+    }
+  }
+
   TEST_CASE("with guards made by mprotect (kernels before 6.13) open chunks keep every array") {
     FreshPools fresh;
     if (!full_default_here()) return;
