@@ -1,14 +1,12 @@
-// The address-space budget: every reservation an arena makes or gives back goes through here and
-// is counted, so default-sized containers can plan within what the process may still reserve.
-// It knows nothing of arenas or commits; parked reservations are counted apart, so a parked one
-// never shrinks what a new array is given, and a refused reservation first releases them.
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <string>
+// The address-space count: every mapping the arena files make or give back goes through here and
+// is counted, so default-sized containers can plan within what the process may still reserve
+// (budget.cpp). It knows nothing of arenas, commits or the sources that hold parked space.
+#include "address_space.hpp"
 
-#include "arena_internal.hpp"
+#include <atomic>
+
+#include <reservoir/arena.hpp>
+#include <reservoir/pal.hpp>
 
 namespace reservoir {
 namespace {
@@ -16,53 +14,31 @@ namespace {
 std::atomic<std::size_t> g_reserved{0};    // bytes reserved by live arenas and parked reservations
 std::atomic<std::size_t> g_parked{0};      // of which parked in the reservation cache
 std::atomic<std::size_t> g_pool_spare{0};  // of which no live arena holds in the pools' chunks
-std::atomic<std::size_t> g_budget{0};      // set by hand; 0: automatic
-
-using detail::kMax;
-
-// The last reading that found no address-space limit (RLIMIT_AS): the address space's size then,
-// and until when (steady_clock nanoseconds) it stands in for a new reading. Reading the limit is
-// a system call (two: pal::address_space_limit and pal::address_space_size), more than a recycled
-// default array costs otherwise; a limit set later is seen by default arrays made
-// kNoLimitReadingAge after the last reading at most (until then a reservation the kernel refuses
-// still falls back to a smaller one). A limit in force is read every time: what it leaves
-// changes with every mapping.
-constexpr std::int64_t kNoLimitReadingAge = 20'000'000;  // 20 ms
-std::atomic<std::int64_t> g_no_limit_until{0};
 // Whether large pool chunks are reserved open where the OS allows (set_open_pool_chunks).
 std::atomic<bool> g_open_chunks{true};
-std::atomic<std::size_t> g_no_limit_size{0};
-
-std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
 namespace detail {
 
-std::error_code reserve_mapping(std::size_t size, void** out, bool release_parked,
-                                bool* open) noexcept {
-  if (open != nullptr) *open = false;
-  const bool try_open = open != nullptr && g_open_chunks.load(std::memory_order_relaxed);
-  const auto attempt = [&] {
-    if (try_open) {
+std::error_code reserve_mapping(std::size_t size, void** out, bool* open) noexcept {
+  if (open != nullptr) {
+    *open = false;
+    if (g_open_chunks.load(std::memory_order_relaxed)) {
       const std::error_code ec = pal::reserve_open(size, out);
       *open = !ec;
+      if (!ec) g_reserved.fetch_add(size, std::memory_order_relaxed);
       if (ec != std::errc::not_supported) return ec;
     }
-    return pal::reserve(size, out);
-  };
-  std::error_code ec = attempt();
-  if (ec && release_parked && g_parked.load(std::memory_order_relaxed) != 0) {
-    // Parked reservations hold address space only for reuse: the live array needs it more.
-    clear_reservation_cache();
-    ec = attempt();
   }
+  const std::error_code ec = pal::reserve(size, out);
   if (!ec) g_reserved.fetch_add(size, std::memory_order_relaxed);
   return ec;
+}
+
+void release_mapping(void* mapping, std::size_t size) noexcept {
+  (void)pal::release(mapping, size);
+  g_reserved.fetch_sub(size, std::memory_order_relaxed);
 }
 
 void count_parked(std::size_t size, bool parked) noexcept {
@@ -81,9 +57,12 @@ void count_pool_spare(std::size_t size, bool spare) noexcept {
   }
 }
 
-void release_mapping(void* mapping, std::size_t size) noexcept {
-  (void)pal::release(mapping, size);
-  g_reserved.fetch_sub(size, std::memory_order_relaxed);
+std::size_t parked_bytes() noexcept {
+  return g_parked.load(std::memory_order_relaxed);
+}
+
+std::size_t pool_spare_bytes() noexcept {
+  return g_pool_spare.load(std::memory_order_relaxed);
 }
 
 }  // namespace detail
@@ -98,68 +77,6 @@ bool open_pool_chunks() noexcept {
 
 std::size_t reserved_address_space() noexcept {
   return g_reserved.load(std::memory_order_relaxed);
-}
-
-std::size_t address_space_budget() noexcept {
-  const std::size_t set = g_budget.load(std::memory_order_relaxed);
-  return set ? set : pal::address_space_size() / 2;
-}
-
-void set_address_space_budget(std::size_t bytes) noexcept {
-  g_budget.store(bytes, std::memory_order_relaxed);
-}
-
-std::size_t default_reservation_size(std::size_t preferred) noexcept {
-  constexpr std::size_t kSmall = std::size_t{1} << 30;
-  constexpr std::size_t kTiny = std::size_t{64} << 20;
-  // Under an address-space limit (RLIMIT_AS) every mapping counts, reserved or not, and the
-  // budget (half the limit) is small: no array gets more than half of what the limit leaves (as
-  // std::vector, which holds its old and new buffer at once, reaches about half), and while that
-  // fits in the budget an array gets it even where the 1 GiB tier would not fit. When no more
-  // than kTiny is left: 0, a refusal decided here rather than by a failing mmap.
-  std::size_t cap = kMax;
-  std::size_t space = 0;  // pal::address_space_size(), when a recent reading found no limit
-  if (const std::int64_t now = now_ns(); now < g_no_limit_until.load(std::memory_order_acquire)) {
-    space = g_no_limit_size.load(std::memory_order_relaxed);
-  } else if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) {
-    const std::size_t in_use = l.in_use ? l.in_use : reserved_address_space();
-    const std::size_t left = l.limit > in_use ? l.limit - in_use : 0;
-    if (left <= kTiny) return 0;
-    cap = std::max(left / 2 / 4096 * 4096, kTiny);
-  } else {
-    space = pal::address_space_size();
-    g_no_limit_size.store(space, std::memory_order_relaxed);
-    g_no_limit_until.store(now + kNoLimitReadingAge, std::memory_order_release);
-  }
-  const std::size_t set = g_budget.load(std::memory_order_relaxed);
-  const std::size_t budget = set ? set : space ? space / 2 : address_space_budget();
-  const std::size_t reserved = reserved_address_space();
-  const std::size_t parked =
-      std::min(g_parked.load(std::memory_order_relaxed) +
-                   g_pool_spare.load(std::memory_order_relaxed) + detail::own_cached_spare(),
-               reserved);
-  const std::size_t used = reserved - parked;  // what live arrays hold
-  if (used <= budget / 4 && preferred <= budget / 4 - used && preferred <= cap) return preferred;
-  const std::size_t small = std::min({preferred, kSmall, cap});
-  if (used <= budget && small <= budget - used) return small;
-  return std::min({preferred, kTiny, cap});
-}
-
-std::string address_space_advice() {
-  std::string s = format_bytes(reserved_address_space()) + " are reserved by reservoir (" +
-                  format_bytes(g_parked.load(std::memory_order_relaxed) +
-                               g_pool_spare.load(std::memory_order_relaxed)) +
-                  " of it parked for reuse), its budget is " +
-                  format_bytes(address_space_budget()) + " (reservoir::set_address_space_budget)";
-  if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) {
-    s += "; the process's address-space limit (RLIMIT_AS) is " + format_bytes(l.limit);
-    if (l.in_use) s += ", of which " + format_bytes(l.in_use) + " are mapped";
-    s += " (raise it: ulimit -v)";
-  }
-  return s +
-         "; on Linux each array is also one or two of the vm.max_map_count mappings. Give "
-         "arrays an explicit reservoir::max_elements(n), or raise the limits (ulimit -v, "
-         "sysctl vm.max_map_count)";
 }
 
 }  // namespace reservoir

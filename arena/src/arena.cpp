@@ -1,17 +1,20 @@
 // Arena: one reservation, a length, and a committed prefix grown in steps. This file owns the
-// layout of a reservation and the arena's lifetime (create, move, park or release); growing and
-// shrinking the committed prefix is arena_commit.cpp's. Where reservations come from and go
-// (address_space.cpp, reservation_cache.cpp) is asked of the other files.
+// layout of a reservation (plan) and the arena's lifetime (create, move, release); growing and
+// shrinking the committed prefix is arena_commit.cpp's. Where a reservation comes from and goes
+// back is the provider's (provider.hpp).
 #include <reservoir/arena.hpp>
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 
-#include "arena_internal.hpp"
+#include <reservoir/pal.hpp>
+
+#include "bits.hpp"
+#include "provider.hpp"
 
 namespace reservoir {
 namespace {
@@ -20,10 +23,8 @@ using detail::kMax;
 using detail::kMaxReservation;
 using detail::round_up;
 
-constexpr std::size_t kUnit = 4096;  // Arena::kUnit
+using detail::kHugePageSize;
 constexpr std::size_t kMaxStepGranules = std::numeric_limits<std::uint16_t>::max();
-
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 // Everything the constructor decides before it calls the OS.
 struct Layout {
@@ -57,7 +58,7 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
   }
   // The Arena packs both into one word: a granule of at most 2^32 units, a step of at most
   // kMaxStepGranules granules (larger steps buy nothing: see kDefaultMaxCommitStep).
-  if (l.granule / kUnit > std::numeric_limits<std::uint32_t>::max()) {
+  if (l.granule / detail::kSmallestPage > std::numeric_limits<std::uint32_t>::max()) {
     return std::errc::invalid_argument;
   }
   l.max_step = std::min(l.max_step, l.granule * kMaxStepGranules);
@@ -67,7 +68,8 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
   }
   // Large arenas whose steps reach 2 MiB start on a 2 MiB boundary, so every later step is a
   // whole aligned huge page. The alignment costs address space only (never committed).
-  l.base_align = l.usable >= 2 * kHugePage && l.max_step >= kHugePage ? kHugePage : page;
+  l.base_align =
+      l.usable >= 2 * kHugePageSize && l.max_step >= kHugePageSize ? kHugePageSize : page;
   const std::size_t slack = l.base_align > granularity ? l.base_align : 0;
   if (!round_up(slack + l.usable + 2 * l.guard, granularity, &l.mapping) ||
       l.mapping > kMaxReservation) {
@@ -75,6 +77,19 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
   }
   *out = l;
   return {};
+}
+
+// The exception for a request plan() rejected.
+[[noreturn]] void throw_plan_error(std::errc e, std::size_t max_bytes) {
+  if (e == std::errc::invalid_argument) {
+    throw std::invalid_argument(
+        max_bytes == 0 ? "reservoir::Arena: max_bytes must be greater than 0"
+                       : "reservoir::Arena: commit_granule or max_commit_step is too large to "
+                         "round up to whole pages and granules");
+  }
+  throw std::length_error("reservoir::Arena: cannot reserve " + format_bytes(max_bytes) +
+                          ": more than the address space can hold (limit " +
+                          format_bytes(kMaxReservation) + ")");
 }
 
 }  // namespace
@@ -87,7 +102,7 @@ Arena::Arena(std::size_t max_bytes, ArenaOptions options) {
   if (!made) {
     Layout l;
     if (std::errc e = plan(max_bytes, options, &l); e != std::errc{})
-      detail::throw_plan_error(e, max_bytes);
+      throw_plan_error(e, max_bytes);
     throw OsAllocationError("reserve", l.mapping, nullptr, ec);
   }
   swap(*this, *made);
@@ -104,84 +119,34 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
   // The options as this layout rounds them: a parked reservation matches on these.
   options.commit_granule = l.granule;
   options.max_commit_step = l.max_step;
-  auto made = [&](void* mapping, std::byte* base, std::size_t reserved, std::size_t committed) {
-    Arena a;
-    a.base_ = base;
-    a.reserved_ = reserved;
-    a.committed_ = committed;
-    a.granule_units_ = static_cast<std::uint32_t>(l.granule / kUnit);
-    a.max_step_granules_ = static_cast<std::uint16_t>(detail::quotient_of(l.max_step, l.granule));
-    // At most a guard page (64 KiB) plus a huge page of alignment: 528 units, 10 bits (a pool
-    // slot's offset is 0: its mapping belongs to the pool).
-    const auto offset = static_cast<std::size_t>(base - static_cast<std::byte*>(mapping));
-    a.offset_flags_ = static_cast<std::uint16_t>((offset / kUnit) << kFlagBits | flags_of(options));
-    *error = {};
-    return std::optional<Arena>(std::move(a));
-  };
-  // 2. A tiny reservation takes a sub-page slot, all of it committed, with no guard pages
-  //    (ArenaOptions::sub_page_slot). If no run can be made, it goes on as any small arena.
-  if (options.reuse_reservation && options.sub_page_slot && max_bytes <= kLargestSubPageSlot) {
-    std::byte* base = nullptr;
-    std::size_t slot_bytes = 0;
-    if (detail::take_sub_slot(max_bytes, options.respect_memory_limit, &base, &slot_bytes)) {
-      ArenaOptions in_force = options;
-      in_force.guard_pages = false;
-      std::optional<Arena> a = made(base, base, slot_bytes, slot_bytes);
-      a->offset_flags_ = static_cast<std::uint16_t>(flags_of(in_force) | kPooled);
-      return a;
-    }
-  }
-  // Every other arena reports sub_page_slot = false (options()); parked ones match on that.
-  options.sub_page_slot = false;
-  // 3. A small reservation, or one of a default array's tiers, takes a pool slot: its mapping is
-  //    the pool's chunk. The slot has guard pages of its own (a large slot a 2 MiB gap), and its
-  //    base honours l.base_align (the huge-page alignment of reservations of 4 MiB and more:
-  //    large slots are 2 MiB aligned, or a page past it in an open chunk, whose guard page takes
-  //    that page; take_slot refuses a class that is neither). Before the cache:
-  //    a larger arena parked there may have the same mapping size (Windows rounds to 64 KiB).
-  if (options.reuse_reservation) {
-    std::byte* base = nullptr;
-    std::size_t committed = 0;
-    bool open = false;
-    std::error_code ec;
-    bool took = detail::take_slot(l.usable, l.granule, l.base_align, &base, &committed, &open, &ec);
-    if (!took && ec && reservation_cache_size() != 0) {
-      // Parked reservations hold address space only for reuse: the new arena needs it more.
-      // (reserve_mapping does this for a mapping of its own; the pools cannot under their lock,
-      // which the fork handlers take after the cache's.)
-      clear_reservation_cache();
-      took = detail::take_slot(l.usable, l.granule, l.base_align, &base, &committed, &open, &ec);
-    }
-    if (took) {
-      std::optional<Arena> a = made(base, base, l.usable, committed);
-      a->offset_flags_ |= static_cast<std::uint16_t>(kPooled | (open ? kOpenSlot : 0));
-      return a;
-    }
-    if (ec) {  // the OS refused a small pool's chunk (at its smallest size): out of address space
-      *error = ec;
-      return std::nullopt;
-    }
-  }
-  // 4. A parked reservation of the same layout and options costs no system call.
-  if (options.reuse_reservation) {
-    if (std::optional<detail::Parked> p = detail::take_parked(l.mapping, options)) {
-      return made(p->mapping, p->base, p->reserved, p->committed);
-    }
-  }
-  // 5. Reserve address space only.
-  void* mapping = nullptr;
-  if (std::error_code ec = detail::reserve_mapping(l.mapping, &mapping)) {
+  // 2. The provider's reservation. Huge pages, if asked for, are advised by the first commit
+  //    past kHugePageThreshold.
+  detail::Reservation r;
+  if (std::error_code ec = detail::acquire(
+          {max_bytes, l.usable, l.granule, l.guard, l.base_align, l.mapping, options}, &r)) {
     *error = ec;
     return std::nullopt;
   }
-  // 6. Huge pages, if asked for, are advised by the first commit past kHugePageThreshold.
-  const auto start = reinterpret_cast<std::uintptr_t>(mapping) + l.guard;
-  const std::uintptr_t aligned = (start + l.base_align - 1) / l.base_align * l.base_align;
-  std::byte* const base =
-      static_cast<std::byte*>(mapping) + (aligned - reinterpret_cast<std::uintptr_t>(mapping));
-  const auto reserved =
-      static_cast<std::size_t>(static_cast<std::byte*>(mapping) + l.mapping - l.guard - base);
-  return made(mapping, base, reserved, 0);
+  static_assert(kUnit == detail::kSmallestPage, "plan() checks the granule in these units");
+  Arena a;
+  a.base_ = r.base;
+  a.reserved_ = r.reserved;
+  a.committed_ = r.committed;
+  a.granule_units_ = static_cast<std::uint32_t>(l.granule / kUnit);
+  a.max_step_granules_ = static_cast<std::uint16_t>(detail::quotient_of(l.max_step, l.granule));
+  // A mapping of its own records the base's offset in it: at most a guard page (64 KiB) plus a
+  // huge page of alignment, 528 units, 10 bits. A pool slot's offset is 0 (its mapping belongs
+  // to the pool); the field says instead whether it is an open slot.
+  std::uint16_t flags = flags_of(r.options);
+  if (r.source == detail::Source::mapping) {
+    const auto offset = static_cast<std::size_t>(r.base - static_cast<std::byte*>(r.mapping));
+    flags |= static_cast<std::uint16_t>((offset / kUnit) << kFlagBits);
+  } else {
+    flags |= static_cast<std::uint16_t>(kPooled | (r.open ? kOpenSlot : 0));
+  }
+  a.offset_flags_ = flags;
+  *error = {};
+  return std::optional<Arena>(std::move(a));
 }
 
 std::uint16_t Arena::flags_of(const ArenaOptions& o) noexcept {
@@ -225,36 +190,23 @@ Arena::~Arena() {
   release_all();
 }
 
-bool Arena::park_in_cache() noexcept {
-  // Keep up to kDoublingStepLimit committed (whole granules, at least one; no more than one
-  // max_commit_step, so fixed small steps stay small): the next arena then reaches that size with
-  // no commit call and no page fault. A refused decommit means: do not park.
-  const std::size_t granule = this->granule();
-  const std::size_t keep_limit =
-      std::max(granule, detail::round_down(std::min(kDoublingStepLimit, max_step()), granule));
-  if (!has(kReuseReservation) || keep_limit > detail::kCacheMaxCommitted) return false;
-  const std::size_t keep = std::min(committed_, keep_limit);
-  if (committed_ > keep && pal::decommit(base_ + keep, committed_ - keep)) return false;
-  committed_ = keep;
-  return detail::park(detail::Parked{mapping(), mapping_size(), base_, reserved_, keep, options()});
-}
-
 void Arena::release_all() noexcept {
   if (base_ != nullptr) {
     detail::unpoison(base_, committed_);  // the next owner of these pages starts clean
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)
-    if (sub_page())
-      detail::return_sub_slot(base_, reserved_);
-    else if (has(kPooled)) {
-      if ((offset_flags_ & kHugeAdvisedSlot) != 0) {
-        std::byte* from = base_ + kHugePageThreshold;
-        (void)pal::unadvise_huge_pages(from,
-                                       static_cast<std::size_t>(mapping() + mapping_size() - from));
-      }
-      detail::return_slot(base_, reserved_, committed_, open_slot());
-    } else if (!park_in_cache())
-      detail::release_mapping(mapping(), mapping_size());
+    // A pool slot that advised huge pages undoes it, so that its next arena starts as in a
+    // fresh slot.
+    if (has(kPooled) && (offset_flags_ & kHugeAdvisedSlot) != 0) {
+      std::byte* from = base_ + kHugePageThreshold;
+      (void)pal::unadvise_huge_pages(from,
+                                     static_cast<std::size_t>(mapping() + mapping_size() - from));
+    }
+    const detail::Source source = sub_page()     ? detail::Source::sub_page_run
+                                  : has(kPooled) ? detail::Source::page_pool
+                                                 : detail::Source::mapping;
+    detail::release(
+        {mapping(), mapping_size(), base_, reserved_, committed_, source, open_slot(), options()});
   }
   base_ = nullptr;
   size_ = committed_ = reserved_ = 0;

@@ -6,9 +6,14 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <stdexcept>
 #include <string>
 
-#include "arena_internal.hpp"
+#include <reservoir/pal.hpp>
+
+#include "bits.hpp"
+#include "memory_limit.hpp"
+#include "populate.hpp"
 
 namespace reservoir {
 namespace {
@@ -136,11 +141,8 @@ std::error_code Arena::commit_range(std::size_t bytes, std::size_t target, Popul
                              : populate == Populate::all  ? len
                                                           : std::min(len, kPopulatedStepLimit);
   std::size_t charged = 0;
-  std::error_code ec =
-      has(kRespectMemoryLimit) ? detail::charge_step(len, charge, &charged) : std::error_code{};
-  if (ec) return ec;
-  if (!open_slot() && (ec = pal::commit(start, len))) {
-    detail::memory_limit_refund(charged);
+  if (std::error_code ec = detail::charge_and_commit(start, len, charge, has(kRespectMemoryLimit),
+                                                     open_slot(), &charged)) {
     return ec;
   }
   // 3. The first commit past the threshold marks the rest of the reservation (up to the end of
@@ -150,30 +152,13 @@ std::error_code Arena::commit_range(std::size_t bytes, std::size_t target, Popul
     (void)pal::advise_huge_pages(from, static_cast<std::size_t>(mapping() + mapping_size() - from));
     if (has(kPooled)) offset_flags_ |= kHugeAdvisedSlot;
   }
-  if (backed != 0) {
-    // 4. Ask the OS to back the step (Linux MADV_POPULATE_WRITE; not for steps under
-    //    kDoublingStepLimit, where the stores below cost less than the call), then write one
-    //    byte per page anyway (the only way elsewhere). After a populate the write costs a store
-    //    per page, but on a VM whose host takes back free guest pages (free page reporting) the
-    //    populate maps pages without touching them, and the host's fault would otherwise land on
-    //    the append that first writes each page (measurements: docs/design.md).
-    //    Storing 0 is safe: the step holds no live data and reads as zero (a read-modify-write
-    //    would fault twice where nothing was populated: a read maps the shared zero page first).
-    ec = backed < kDoublingStepLimit ? std::make_error_code(std::errc::not_supported)
-                                     : pal::prefault(start, backed);
-    if (!ec || ec == std::errc::not_supported) {
-      // Every 4 KiB, the smallest page of any supported OS, whatever page_size() says.
-      constexpr std::size_t kTouchStride = 4096;
-      auto* first = static_cast<volatile unsigned char*>(static_cast<void*>(start));
-      for (std::size_t off = 0; off < backed; off += kTouchStride)
-        first[off] = 0;
-    } else {
-      // The OS cannot back the step now (MADV_POPULATE_WRITE says ENOMEM): report it here as a
-      // clean error rather than let the first touch meet the OOM killer. Undo the commit.
-      (void)(open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
-      detail::memory_limit_refund(charged);
-      return ec;
-    }
+  // 4. Back the step (populate.hpp). If the OS cannot back it now (MADV_POPULATE_WRITE says
+  //    ENOMEM), report a clean error rather than let the first touch meet the OOM killer: undo
+  //    the commit.
+  if (std::error_code ec = detail::populate(start, backed)) {
+    (void)(open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
+    detail::memory_limit_refund(charged);
+    return ec;
   }
   detail::memory_limit_settle(charged);
   committed_ = target;

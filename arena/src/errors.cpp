@@ -4,7 +4,10 @@
 #include <cstdio>
 #include <iterator>
 
-#include "arena_internal.hpp"
+#include "errors.hpp"
+
+#include <reservoir/arena.hpp>
+#include <reservoir/pal.hpp>
 
 namespace reservoir {
 

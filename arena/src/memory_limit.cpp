@@ -1,6 +1,7 @@
 // The memory-limit check: one process-wide headroom under the memory limit (a cgroup's, or one set
 // by hand), from which every commit step takes its bytes before committing; and the check of a
-// large step against what the machine can back. It knows nothing of arenas or reservations.
+// large step against what the machine can back. It knows nothing of arenas or reservations;
+// the provider's fork handlers hold its locks across fork().
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -8,7 +9,12 @@
 #include <limits>
 #include <mutex>
 
-#include "arena_internal.hpp"
+#include "memory_limit.hpp"
+
+#include <reservoir/arena.hpp>
+#include <reservoir/pal.hpp>
+
+#include "bits.hpp"
 
 namespace reservoir {
 namespace {
@@ -33,10 +39,7 @@ struct LimitState {
 };
 
 LimitState& limit_state() {
-  static LimitState* const s = [] {
-    (void)detail::register_fork_handlers();  // without them, see reservation_cache.cpp
-    return new LimitState;                   // never destroyed, as the cache
-  }();
+  static LimitState* const s = new LimitState;  // never destroyed, as the parked list
   return *s;
 }
 
@@ -55,11 +58,9 @@ bool read_memory_limit(std::size_t setting, pal::MemoryLimit* m) {
   return true;
 }
 
-// What the kernel counts beyond the bytes arenas commit: page tables (2 MiB per GiB mapped),
-// thread stacks, the allocator's own pages, and whatever the program allocates between two
-// readings. Measured in a 512 MiB cgroup v1 with 16 threads growing arrays to the limit: usage
-// ran 3-5 MiB above what the arenas had committed (docs/memory-limit.md). 1/32 of the limit,
-// at least 8 MiB, covers that with room to spare.
+// What the kernel counts beyond the bytes arenas commit: page tables, thread stacks, the
+// allocator's own pages, and whatever the program allocates between two readings. 1/32 of the
+// limit, at least 8 MiB, covers that with room to spare (docs/memory-limit.md has the figures).
 std::size_t limit_margin(std::size_t limit) noexcept {
   return std::max(limit / 32, std::size_t{8} << 20);
 }
@@ -122,7 +123,7 @@ bool try_take(LimitState& st, std::int64_t n) noexcept {
   return false;
 }
 
-// Made before main, for the reason the reservation cache is (reservation_cache.cpp).
+// Made before main, for the reason the provider's state is (provider.cpp).
 [[maybe_unused]] const bool g_made_before_main = (limit_state(), true);
 
 }  // namespace

@@ -68,12 +68,11 @@ namespace reservoir {
 // data than the RAM of nearly every machine it will run on, so `DynArray<T> a;` never runs out in
 // practice, while still leaving room for about 2000 such arrays in a 128 TiB user address space.
 // Reserving costs no RAM. On 32-bit systems, 256 MiB.
-inline constexpr std::size_t kDefaultReserveBytes =
-    sizeof(void*) >= 8 ? (std::size_t{64} << 30) : (std::size_t{256} << 20);
+inline constexpr std::size_t kDefaultReserveBytes = kDefaultTierFull;  // reservations.hpp
 
 // If the OS refuses the default reservation (a process address-space limit such as `ulimit -v`,
 // or valgrind), a default-constructed DynArray asks for half, and so on down to this.
-inline constexpr std::size_t kMinDefaultReserveBytes = std::size_t{64} << 20;
+inline constexpr std::size_t kMinDefaultReserveBytes = kDefaultTierLeast;
 
 RESERVOIR_BEGIN_ITERATOR_NAMESPACE
 

@@ -1,0 +1,59 @@
+// reservoir/arena_errors.hpp - the errors of reservoir: OsAllocationError, the Refusal codes, and
+// the byte format their messages use. Included by <reservoir/arena.hpp>.
+#pragma once
+
+#include <cstddef>
+#include <new>
+#include <string>
+#include <system_error>
+
+namespace reservoir {
+enum class Refusal : int;
+}  // namespace reservoir
+template <>
+struct std::is_error_code_enum<reservoir::Refusal> : std::true_type {};
+
+namespace reservoir {
+
+// Thrown when the OS refuses to reserve or commit memory. It is a std::bad_alloc, so code that
+// handles out-of-memory already handles it; what() names the operation, the size, the address and
+// the OS's own words: "cannot commit 64 KiB at 0x7f12...: Cannot allocate memory (ENOMEM)".
+class OsAllocationError : public std::bad_alloc {
+ public:
+  OsAllocationError(const char* operation, std::size_t bytes, const void* address,
+                    std::error_code error);
+  // The same, with a sentence appended that names the limit met and the remedy.
+  OsAllocationError(const char* operation, std::size_t bytes, const void* address,
+                    std::error_code error, const std::string& advice);
+  const char* what() const noexcept override { return message_.c_str(); }
+  const std::error_code& code() const noexcept { return error_; }
+
+ private:
+  std::string message_;
+  std::error_code error_;
+};
+
+// Refusals reservoir decides itself, before or instead of an OS call: the error code of an
+// OsAllocationError whose cause is one of its own limits rather than an OS error. The message
+// names the limit, its figure and how to raise it.
+enum class Refusal : int {
+  // A default array cannot be given even the smallest default reservation: the address-space
+  // budget or the process's address-space limit (RLIMIT_AS, `ulimit -v`) is spent.
+  address_space_budget = 1,
+  // The commit step would take the process past its memory limit (a cgroup's, or
+  // set_memory_limit()) minus the margin.
+  memory_limit,
+  // The commit step asks for more than the machine can back (RAM and swap).
+  machine_memory,
+  // A default array reached the end of a reservation that was made smaller than the default
+  // because address space was short: out of memory for it, as for std::vector.
+  default_reservation_full,
+};
+// The category of Refusal codes ("reservoir").
+const std::error_category& refusal_category() noexcept;
+std::error_code make_error_code(Refusal r) noexcept;
+
+// "64 KiB", "1.5 GiB", "100 B": IEC units for messages.
+std::string format_bytes(std::size_t bytes);
+
+}  // namespace reservoir

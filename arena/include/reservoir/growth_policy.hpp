@@ -1,0 +1,59 @@
+// reservoir/growth_policy.hpp - how an Arena's committed prefix grows: the commit-step constants
+// and the process-wide huge-page mode. The policy itself is one function, Arena::commit_step()'s
+// (arena/src/growth_policy.cpp). Included by <reservoir/arena.hpp>.
+#pragma once
+
+#include <cstddef>
+
+namespace reservoir {
+
+// Whether arenas with ArenaOptions::huge_pages use transparent huge pages (and the geometric
+// commit steps that go with them). Process-wide; the default is automatic.
+enum class HugePages {
+  // Where they pay: Linux with THP in `always` or `madvise` mode
+  // (/sys/kernel/mm/transparent_hugepage/enabled), except on a virtual machine whose host takes back free
+  // memory in 2 MiB blocks. There each huge page is a block the host faults in again, which
+  // costs more than the same memory in 4 KiB pages (figures: docs/big-arrays.md).
+  automatic,
+  // Wherever THP honours MADV_HUGEPAGE, on such virtual machines too.
+  on,
+  // Never: every arena uses 4 KiB pages and bounded, populated steps.
+  off,
+};
+// Sets the mode for commit steps taken from now on (arenas already past the huge-page threshold
+// keep their advice). Thread-safe.
+void set_huge_pages(HugePages mode) noexcept;
+HugePages huge_pages() noexcept;
+// True if an arena with ArenaOptions::huge_pages gets huge pages here under the current mode.
+bool huge_pages_in_effect() noexcept;
+
+// The first commit step: one page (4 KiB, or the page size where pages are larger). A new array
+// pays for its first step in page faults and RAM (with prefault, every page of it at once), so a
+// program with thousands of small arrays pays one page for each, not 16; doubling steps
+// (kDoublingStepLimit) still reach 64 KiB in five commit calls.
+inline constexpr std::size_t kDefaultCommitGranule = 4096;
+
+// Below this many committed bytes a commit step doubles the committed prefix under either policy;
+// from here on a step is at least this large. It is also the smallest step worth a populate call
+// (MADV_POPULATE_WRITE): smaller steps are backed by one store per page alone, a few page faults
+// that cost less than the call.
+inline constexpr std::size_t kDoublingStepLimit = std::size_t{64} * 1024;
+
+// The largest commit step: 128 MiB (32768 granules of 4 KiB). With geometric steps a step
+// commits as much as is already committed, so an array grows to 128 MiB in 16 commit calls and
+// then in 128 MiB steps: 1e8 ints (381 MiB) in 18. Committing costs no RAM on Linux (pages are
+// backed on first touch); on Windows it charges the commit limit, which this cap bounds.
+inline constexpr std::size_t kDefaultMaxCommitStep = std::size_t{128} << 20;
+
+// The most one commit step backs with RAM at once (the bounded policy's cap, and what
+// Populate::first_step backs): 2 MiB, the x86-64 and arm64 huge-page size, so the append that
+// pays for a step waits for at most 2 MiB of page population.
+inline constexpr std::size_t kPopulatedStepLimit = std::size_t{2} << 20;
+
+// With huge_pages, the offset from which the reservation is advised for transparent huge pages.
+// Below it an array uses 4 KiB pages only, so one that holds less than 4 MiB has the RSS it had
+// without huge pages; past it RSS is round_up(size, 2 MiB) at most: at most 2 MiB, under 1/2 of
+// the data at 4 MiB and under 1/16 from 32 MiB up.
+inline constexpr std::size_t kHugePageThreshold = std::size_t{4} << 20;
+
+}  // namespace reservoir

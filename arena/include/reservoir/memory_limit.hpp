@@ -1,0 +1,40 @@
+// reservoir/memory_limit.hpp - the memory-limit check of commit steps, process-wide. Included by
+// <reservoir/arena.hpp>.
+#pragma once
+
+#include <cstddef>
+
+namespace reservoir {
+
+// ---- memory limits -----------------------------------------------------------------------------
+//
+// Under a memory cgroup limit, touching a page past the limit runs the OOM killer: SIGKILL, for
+// std::vector and for us alike (populating a step does the same). So before each commit step an
+// arena (with respect_memory_limit, the default) compares the step with the headroom left under
+// the effective limit minus a margin (1/32 of the limit, at least 8 MiB) and refuses the step with
+// OsAllocationError (Refusal::memory_limit) if it does not fit. The headroom is one figure for
+// the whole process: each step takes its bytes from it with a compare-and-swap that fails rather
+// than go below the re-read threshold, so threads racing the limit cannot overshoot it together;
+// readings are taken one at a time and subtract what other threads charged but have not yet
+// populated. The margin covers what the kernel counts beyond the arenas' pages (page tables,
+// stacks, the allocator; figures: docs/memory-limit.md). Only bytes populated at once or about to be written are charged
+// (reserve() charges its first step): committed pages nobody touches cost nothing, and later
+// first touches of them are not checked. Decommits give their charge back. The cgroup's files
+// are read at most once per commit step; a reading is reused for later steps while the headroom
+// it left stays above a quarter of the limit and it is younger than 20 ms (1 s when no limit is
+// set). Memory the rest of the program allocates in between is not seen until the next reading.
+// Independently of any limit, a step of an eighth of the RAM or more is refused
+// (Refusal::machine_memory) if it commits more than RAM + swap under heuristic overcommit, or
+// backs more than MemAvailable + SwapFree: std::vector's allocation would be refused too.
+
+// Kinds of limit for set_memory_limit().
+inline constexpr std::size_t kMemoryLimitAuto = 0;  // the cgroup's (the default)
+inline constexpr std::size_t kMemoryLimitOff = static_cast<std::size_t>(-1);  // no check
+// Sets the limit commit steps are checked against: kMemoryLimitAuto, kMemoryLimitOff, or a
+// number of bytes the process's resident set (pal::current_rss()) must stay under. Thread-safe.
+void set_memory_limit(std::size_t bytes) noexcept;
+// The headroom left for commits as of a fresh reading (limit - usage - margin), or
+// kMemoryLimitOff if no limit applies.
+std::size_t memory_limit_headroom() noexcept;
+
+}  // namespace reservoir

@@ -1,0 +1,42 @@
+// The memory-limit check (memory_limit.cpp): the headroom under the process's memory limit and
+// what the machine can back. It includes no other file of arena/src.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <system_error>
+
+namespace reservoir::detail {
+
+// A commit step is charged before it is committed: charge() takes the bytes out of the
+// process-wide headroom (failing, and taking nothing, if they do not fit) and counts them as in
+// flight until settle() says they are populated (then the OS's usage figure includes them).
+// refund() gives back a charge whose commit failed.
+
+// Charges `populated` bytes about to be backed; true if they fit (or no limit applies).
+// *charged is what was taken (0 when nothing is checked): what refund/credit may give back.
+bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept;
+// Both checks of a commit step of `committed` bytes, `populated` of them backed at once:
+// machine_can_back(), then memory_limit_charge(); the Refusal if either says no.
+std::error_code charge_step(std::size_t committed, std::size_t populated,
+                            std::size_t* charged) noexcept;
+// The charged bytes are backed now (or will be by the caller's next stores).
+void memory_limit_settle(std::size_t charged) noexcept;
+// The charged step was not committed: its bytes go back to the headroom.
+void memory_limit_refund(std::size_t charged) noexcept;
+// True if commit steps are checked against a limit: one set by set_memory_limit(), or a cgroup's
+// as of the latest reading (taken now if there is none yet).
+bool memory_limit_in_force() noexcept;
+// The sentence appended to a refused step's message: the limit, its source, the usage, the
+// margin, and how to raise or turn off the check.
+std::string memory_limit_advice();
+// True unless a commit of `committed` bytes, `populated` of them backed at once, is more than
+// the machine can back (checked only for steps of at least an eighth of its RAM).
+bool machine_can_back(std::size_t committed, std::size_t populated) noexcept;
+// The sentence for a step machine_can_back() refused.
+std::string machine_memory_advice(std::size_t committed, std::size_t populated);
+// fork(): the memory-limit locks held across it (prepare) and released (after, both sides).
+void memory_limit_lock_for_fork() noexcept;
+void memory_limit_unlock_after_fork() noexcept;
+
+}  // namespace reservoir::detail

@@ -1,0 +1,240 @@
+// The chunks of the page pools: one OS mapping holds many slots of one class.
+//
+// A chunk of class c is laid out as [guard][slot 0][guard][slot 1][guard]...[slot n-1][guard]:
+// every slot is c bytes, every guard one page that is never committed, so touching a byte just
+// before or after a slot faults exactly as an arena's own guard pages do. A slot's arena commits
+// and decommits inside its slot with the ordinary calls; only the chunk is reserved and released.
+//
+// The large classes hold default arrays (DynArray without max_elements): their slots are the
+// tiers default_reservation_size() grants (64 MiB, 1 GiB, 64 GiB), and only reservations within
+// 1/64 of a tier take one, so a slot never holds much more address space than its arena asked
+// for. Their slots start on kHugePageSize boundaries (what Arena's plan() asks of reservations of
+// 4 MiB and more, for huge pages) and are kHugePageSize apart, the gap never committed: a chunk is
+// [guard][pad][slot 0][gap][slot 1][gap]...[slot n-1][gap], pad + guard < kHugePageSize.
+//
+// Where the OS makes them (Linux), a large chunk is an open reservation (pal::reserve_open):
+// read-write from the start, so an arena in one of its slots commits without a system call. In a
+// closed chunk each live slot's committed prefix is a kernel mapping of its own, made by the
+// commit that splits the chunk's. An open chunk is one mapping; each slot
+// starts a page past its kHugePageSize boundary and that page is its guard
+// ([pad][guard|slot 0][gap][guard|slot 1][gap]...[guard]): a stray access below a slot faults,
+// one past its end runs through the read-write gap into the next slot's guard (or the chunk's
+// last page). Past the committed prefix the slot reads and writes as memory that was never
+// touched: zeros, backed on first touch (docs/guarantees.md).
+//
+// The address space of a large chunk that no live arena holds (slots never carved, and parked
+// ones) is counted as spare (count_pool_spare), as parked reservations are, so it never makes a
+// new default array's tier smaller. A large chunk the OS refuses is no error: the arena reserves a
+// mapping of its own, as it would without the pools.
+#include "pool_chunks.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include <reservoir/pal.hpp>
+
+#include "address_space.hpp"
+#include "bits.hpp"
+
+namespace reservoir::detail {
+namespace {
+
+// A large class's first chunk holds this many slots, each later one twice the previous, up to
+// kMaxLargeChunkSlots and kMaxLargeChunkBytes. A new chunk costs about a dozen system calls (on
+// Linux the open-chunk checks read two /proc files), several times a default array's own cost,
+// so on Linux, where a chunk is one read-write MAP_NORESERVE mapping that costs nothing until
+// touched, the caps are large: 64 GiB slots up to 31 to a chunk, 1 GiB and 64 MiB slots up to 256.
+// Elsewhere a chunk is not free in proportion to its size: XNU splits an anonymous mapping into
+// 128 MiB map entries, FreeBSD charges swap for the whole object at the first mprotect of a
+// clipped entry, Wine keeps a byte per reserved page (64 MiB for 256 GiB): there the caps are
+// 256 GiB and 64 slots (64 GiB slots: 3 to a chunk). The byte cap also bounds the spare address
+// space a class can hold.
+constexpr std::size_t kFirstLargeChunkSlots = 2;
+#if defined(__linux__)
+constexpr std::size_t kMaxLargeChunkSlots = 256;
+constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 41 : 30);
+#else
+constexpr std::size_t kMaxLargeChunkSlots = 64;
+constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 38 : 30);
+#endif
+constexpr std::size_t kLargeChunkShare = 16;
+
+// A class's first chunk spans about 2 MiB, each later one twice the previous, up to 64 MiB: a
+// program with a few small arrays reserves little, one with many makes few mappings.
+constexpr std::size_t kFirstChunkBytes = std::size_t{2} << 20;
+constexpr std::size_t kMaxChunkBytes = std::size_t{64} << 20;
+constexpr std::size_t kMinChunkSlots = 4;
+
+// The first chunk size of class k: bytes (small classes) or slots (large ones).
+constexpr std::size_t first_chunk(std::size_t k) noexcept {
+  return is_large(k) ? kFirstLargeChunkSlots : kFirstChunkBytes;
+}
+
+// Slots in all the class's chunks: the most the free list can ever hold.
+std::size_t slots_total(const SizeClass& sc) noexcept {
+  std::size_t n = 0;
+  for (const Chunk& c : sc.chunks)
+    n += c.slots;
+  return n;
+}
+
+// Reserves a chunk for the class: of about `target` bytes (small classes) or of `target` slots
+// (large ones). With the mutex held.
+std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noexcept {
+  const std::size_t page = pal::page_size();
+  const std::size_t stride = stride_of(k);
+  const std::size_t slots =
+      is_large(k) ? target : std::max(kMinChunkSlots, (target - page) / stride);
+  // Small: [guard][slot][guard]...: page + slots * stride. Large: slot 0 starts at the first
+  // kHugePageSize boundary past the guard page, at most kHugePageSize into the mapping, so
+  // slots * stride + page hold every slot, its gap and the guard page after the last gap; one
+  // page more holds an open chunk's slots, each a page past its boundary, and its last guard.
+  std::size_t bytes = 0;
+  const std::size_t extra = is_large(k) ? 2 * page : page;
+  if (slots > (kMax - extra) / stride ||
+      !round_up(extra + slots * stride, pal::allocation_granularity(), &bytes)) {
+    return std::make_error_code(std::errc::value_too_large);
+  }
+  // A large chunk takes at most a sixteenth of the address space (a 39-bit arm64 kernel's
+  // 512 GiB: 32 GiB, so 64 GiB slots are not pooled there), so that spare slots never crowd out
+  // the rest of the program.
+  if (is_large(k) && bytes > pal::address_space_size() / kLargeChunkShare) {
+    return std::make_error_code(std::errc::not_enough_memory);
+  }
+  const std::size_t fit = is_large(k) ? slots : (bytes - page) / stride;
+  try {
+    sc.chunks.reserve(sc.chunks.size() + 1);
+    sc.free.reserve(slots_total(sc) + fit);  // so that returning a slot never allocates
+  } catch (...) {
+    return std::make_error_code(std::errc::not_enough_memory);
+  }
+  void* mapping = nullptr;
+  bool open = false;
+  if (std::error_code ec = reserve_mapping(bytes, &mapping, is_large(k) ? &open : nullptr))
+    return ec;
+  auto* const base = static_cast<std::byte*>(mapping);
+  std::byte* first = base + page;
+  if (is_large(k)) {
+    first = align_up(first, kHugePageSize);
+  }
+  // An open chunk's last page is its guard (what lies below slot 0 is no other arena's).
+  if (open) {
+    if (std::error_code ec = pal::guard(base + bytes - page, page)) {
+      release_mapping(mapping, bytes);
+      return ec;
+    }
+  }
+  if (is_large(k)) count_pool_spare(bytes, true);  // no live arena holds any of it yet
+  sc.chunks.push_back(Chunk{base, bytes, first, fit, 0, open});
+  return {};
+}
+
+// The next chunk size after one of `now`: twice as large, up to the class's cap.
+std::size_t next_chunk(std::size_t k, std::size_t now) noexcept {
+  if (!is_large(k)) return std::min(kMaxChunkBytes, now * 2);
+  const std::size_t most =
+      std::min(kMaxLargeChunkBytes, pal::address_space_size() / kLargeChunkShare);
+  const std::size_t cap =
+      std::max(kFirstLargeChunkSlots,
+               std::min(kMaxLargeChunkSlots, (most - pal::page_size()) / stride_of(k)));
+  return std::min(cap, now * 2);
+}
+
+}  // namespace
+
+SizeClass* size_classes() noexcept {
+  // Never destroyed: an arena in a static object may be destroyed after any function-local static.
+  static SizeClass* const c = [] {
+    auto* r = new SizeClass[kClasses];
+    for (std::size_t k = 0; k < kClasses; ++k)
+      r[k].next_chunk_size = first_chunk(k);
+    return r;
+  }();
+  return c;
+}
+
+namespace {
+// Made before main, while no other thread can be inside the initializer when one forks.
+[[maybe_unused]] const bool g_made_before_main = (size_classes(), true);
+}  // namespace
+
+std::size_t class_of(std::size_t usable) noexcept {
+  const std::size_t page = pal::page_size();
+  for (std::size_t i = 0; i < kClasses; ++i) {
+    const std::size_t size = kClassBytes[i];
+    if (size == 0 || remainder_of(size, page) != 0 || usable > size) continue;
+    if (!is_large(i) || usable >= size - size / 64) return i;
+  }
+  return kClasses;
+}
+
+// The slot pitch and base alignment of class k.
+std::size_t stride_of(std::size_t k) noexcept {
+  return kClassBytes[k] + (is_large(k) ? kHugePageSize : pal::page_size());
+}
+std::size_t align_of(std::size_t k) noexcept {
+  return is_large(k) ? kHugePageSize : pal::page_size();
+}
+
+std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* open) noexcept {
+  if (sc.chunks.empty() || sc.chunks.back().carved == sc.chunks.back().slots) {
+    std::error_code ec = add_chunk(sc, k, sc.next_chunk_size);
+    if (ec && sc.next_chunk_size > first_chunk(k)) {
+      sc.next_chunk_size = first_chunk(k);
+      ec = add_chunk(sc, k, sc.next_chunk_size);
+    }
+    if (ec) {
+      *error = ec;
+      return nullptr;
+    }
+    sc.next_chunk_size = next_chunk(k, sc.next_chunk_size);
+  }
+  Chunk& c = sc.chunks.back();
+  std::byte* slot = c.first + c.carved * stride_of(k);
+  if (c.open) {
+    const std::size_t page = pal::page_size();
+    if (std::error_code ec = pal::guard(slot, page)) {
+      *error = ec;
+      return nullptr;
+    }
+    slot += page;
+  }
+  ++c.carved;
+  *open = c.open;
+  return slot;
+}
+
+void release_unused_chunks(SizeClass& sc, std::size_t k) noexcept {
+  std::sort(sc.free.begin(), sc.free.end(),
+            [](const FreeSlot& a, const FreeSlot& b) { return a.base < b.base; });
+  std::vector<Chunk> kept;
+  try {
+    kept.reserve(sc.chunks.size());
+  } catch (...) {
+    return;  // no memory to sort the chunks out: they stay, their pages are back already
+  }
+  const auto by_base = [](const FreeSlot& f, const std::byte* b) { return f.base < b; };
+  for (const Chunk& c : sc.chunks) {
+    const auto lo = std::lower_bound(sc.free.begin(), sc.free.end(), c.base, by_base);
+    const auto hi = std::lower_bound(lo, sc.free.end(), c.base + c.bytes, by_base);
+    const bool holds_pages =
+        std::any_of(lo, hi, [](const FreeSlot& f) { return f.committed != 0; });
+    if (static_cast<std::size_t>(hi - lo) == c.carved && !holds_pages) {
+      release_mapping(c.base, c.bytes);
+      if (is_large(k)) count_pool_spare(c.bytes, false);
+      for (auto it = lo; it != hi; ++it)
+        it->committed = kMax;  // removed below (the order by base stays intact)
+      continue;
+    }
+    kept.push_back(c);
+  }
+  sc.free.erase(std::remove_if(sc.free.begin(), sc.free.end(),
+                               [](const FreeSlot& f) { return f.committed == kMax; }),
+                sc.free.end());
+  // Only the last chunk can have uncarved slots, and the order is kept, so carving goes on
+  // where it was (or reserves a new chunk). A class left with nothing starts small again.
+  sc.chunks.swap(kept);
+  if (sc.chunks.empty()) sc.next_chunk_size = first_chunk(k);
+}
+
+}  // namespace reservoir::detail

@@ -1,0 +1,36 @@
+// Backing pages with RAM: charge, commit, populate (see populate.hpp).
+#include "populate.hpp"
+
+#include <reservoir/arena.hpp>
+#include <reservoir/pal.hpp>
+
+#include "bits.hpp"
+#include "memory_limit.hpp"
+
+namespace reservoir::detail {
+
+std::error_code charge_and_commit(std::byte* start, std::size_t len, std::size_t charge,
+                                  bool check_limit, bool open, std::size_t* charged) noexcept {
+  *charged = 0;
+  std::error_code ec = check_limit ? charge_step(len, charge, charged) : std::error_code{};
+  if (ec) return ec;
+  if (!open && (ec = pal::commit(start, len))) {
+    memory_limit_refund(*charged);
+    *charged = 0;
+  }
+  return ec;
+}
+
+std::error_code populate(std::byte* start, std::size_t bytes) noexcept {
+  if (bytes == 0) return {};
+  const std::error_code ec = bytes < kDoublingStepLimit
+                                 ? std::make_error_code(std::errc::not_supported)
+                                 : pal::prefault(start, bytes);
+  if (ec && ec != std::errc::not_supported) return ec;
+  auto* first = static_cast<volatile unsigned char*>(static_cast<void*>(start));
+  for (std::size_t off = 0; off < bytes; off += kSmallestPage)
+    first[off] = 0;
+  return {};
+}
+
+}  // namespace reservoir::detail

@@ -1,0 +1,30 @@
+// Backing pages with RAM (populate.cpp): the one sequence every commit step and every sub-page run
+// takes: charge against the memory limit, commit, populate. It calls memory_limit.hpp and pal.
+#pragma once
+
+#include <cstddef>
+#include <system_error>
+
+namespace reservoir::detail {
+
+// Commits [start, start+len) (unless `open`: the range is read-write already), after charging
+// `charge` bytes of it against the memory limit and the machine when `check_limit` says so. On
+// success *charged is what was taken, to be settled once the pages are populated (or refunded if
+// the caller gives up); on failure nothing is charged or committed and the Refusal or OS error is
+// returned.
+std::error_code charge_and_commit(std::byte* start, std::size_t len, std::size_t charge,
+                                  bool check_limit, bool open, std::size_t* charged) noexcept;
+
+// Backs [start, start+bytes) (committed, holding nothing live) with RAM now: from
+// kDoublingStepLimit up one populate call (Linux MADV_POPULATE_WRITE; smaller ranges cost fewer
+// page faults than the call), then a store of 0 per 4 KiB page, the only way elsewhere. After a
+// populate call the stores cost a store each, but on a VM whose host takes back free guest pages
+// the call maps pages without touching them, and the host's fault would otherwise land on the
+// append that first writes each page. Storing 0 is safe: the range holds no live data and reads
+// as zero (a read-modify-write would fault twice where nothing was populated: a read maps the
+// shared zero page first). The OS's refusal of the populate call (ENOMEM) is returned, and then
+// nothing is stored: the caller undoes its commit rather than let a first touch meet the OOM
+// killer.
+std::error_code populate(std::byte* start, std::size_t bytes) noexcept;
+
+}  // namespace reservoir::detail

@@ -1,0 +1,238 @@
+// The thread registry: one ThreadCache per thread, reached without a shared lock, so a thread that
+// creates and destroys arrays in a loop reuses its own reservation and slots cheaply. A cache is
+// heap memory that a pal thread key leads to, not a thread_local object: MinGW-w64 GCC frees a
+// thread's thread_local storage before it runs the destructors of the objects in it (see
+// pal.hpp), so a thread_local cache would be emptied and unlinked after it was freed, and another
+// thread's allocation could land in the middle of the registry.
+#include "thread_registry.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <utility>
+
+#include <reservoir/pal.hpp>
+
+#include "page_pools.hpp"
+#include "parked.hpp"
+#include "sub_page_runs.hpp"
+
+namespace reservoir::detail {
+namespace {
+
+struct ThreadSlot : ThreadCache {
+  std::atomic<bool> retired{false};  // its thread has ended; the next reap frees it
+  ThreadSlot* prev = nullptr;        // the registry, guarded by its mutex
+  ThreadSlot* next = nullptr;
+
+  std::optional<Parked> take_parked() noexcept {
+    lock();
+    std::optional<Parked> p = std::exchange(parked, std::nullopt);
+    unlock();
+    return p;
+  }
+  // Empties the pool cache and gives its slots back to the pools (which takes their lock: the
+  // caller may hold the registry's, taken before the pools' everywhere).
+  void return_pool_slots(bool keep_all) noexcept {
+    lock();
+    PoolCache c = std::exchange(pool, PoolCache{});
+    unlock();
+    c.bytes = 0;
+    c.spare.store(0, std::memory_order_relaxed);
+    return_cached_sub_slots(c, keep_all);
+    return_cached_page_slots(c, keep_all);
+  }
+};
+
+struct Registry {
+  std::mutex mutex;
+  ThreadSlot* slots = nullptr;          // every live thread's slot (intrusive list), by mutex
+  std::atomic<std::size_t> retired{0};  // at least the slots of ended threads not yet reaped
+};
+
+Registry& registry() noexcept {
+  static Registry* const r = new Registry;  // never destroyed, as the sources' state
+  return *r;
+}
+
+// Runs at the end of a thread that has a slot (the key's exit function). It takes no lock: on
+// Windows it may run while the process exits, after the other threads were stopped holding
+// whatever they held, and Wine runs it holding a lock every starting and ending thread takes. The
+// slot keeps what it holds (still counted) until the next reap. The count goes up first, so it
+// never reads 0 while a retired slot waits.
+//
+// It also leaves a marker as the thread's value, so that what runs later in the thread's exit
+// makes no new slot (my_cache): one made then might never be retired (Windows runs the exit
+// function once; its thread_local destructors may run after it), and what it cached would wait
+// for a trim. POSIX runs the exit function once more with the marker (glibc's next round), which
+// clears it: setting it again every round would run this in the last round too, after the
+// sanitizers have torn the thread down. A slot made in a later round is retired in the round
+// after it; only one made in the last round (glibc: the 4th) waits for trim_pools().
+char g_thread_ended;  // its address is the marker: never a slot
+void mark_thread_ended() noexcept;
+
+void retire_slot(void* p) noexcept {
+  if (p == &g_thread_ended) return;
+  mark_thread_ended();
+  registry().retired.fetch_add(1, std::memory_order_relaxed);
+  static_cast<ThreadSlot*>(p)->retired.store(true, std::memory_order_release);
+}
+
+// Unlinks and frees the slots of ended threads; their parked reservations move to the shared
+// list (or back to the OS), and their cached pool slots go back to the pools (within the resident
+// limit, or as they are for a trim). Called with the mutex held.
+void reap_retired(Registry& r, bool keep_all_pool_slots = false) noexcept {
+  if (r.retired.load(std::memory_order_relaxed) == 0) return;
+  for (ThreadSlot* s = r.slots; s;) {
+    ThreadSlot* const next = s->next;
+    if (s->retired.load(std::memory_order_acquire)) {
+      if (s->prev)
+        s->prev->next = next;
+      else
+        r.slots = next;
+      if (next) next->prev = s->prev;
+      r.retired.fetch_sub(1, std::memory_order_relaxed);
+      s->return_pool_slots(keep_all_pool_slots);
+      if (std::optional<Parked> p = s->take_parked()) adopt_parked(*p);
+      delete s;
+    }
+    s = next;
+  }
+}
+
+// The key that leads each thread to its slot; ok is false if the OS gave none, and then every
+// thread uses the shared list.
+struct SlotKey {
+  pal::ThreadKey key;
+  bool ok = false;
+};
+const SlotKey& slot_key() noexcept {
+  static const SlotKey k = [] {
+    SlotKey r;
+    r.ok = !pal::create_thread_key(&retire_slot, &r.key);
+    return r;
+  }();
+  return k;
+}
+
+void mark_thread_ended() noexcept {
+  const SlotKey& k = slot_key();
+  if (k.ok) (void)pal::set_thread_value(k.key, &g_thread_ended);  // refused: no worse than before
+}
+
+ThreadSlot* my_slot(bool create) noexcept {
+  const SlotKey& k = slot_key();
+  if (!k.ok) return nullptr;
+  void* const value = pal::thread_value(k.key);
+  if (value == &g_thread_ended) return nullptr;
+  auto* slot = static_cast<ThreadSlot*>(value);
+  if (slot != nullptr || !create) return slot;
+  slot = new (std::nothrow) ThreadSlot;
+  if (slot == nullptr) return nullptr;
+  if (pal::set_thread_value(k.key, slot)) {
+    delete slot;
+    return nullptr;
+  }
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  reap_retired(r);  // so the registry holds the live threads and those ended since the last reap
+  slot->next = r.slots;
+  if (slot->next) slot->next->prev = slot;
+  r.slots = slot;
+  return slot;
+}
+
+// The registry and its thread key are made before main, while no other thread runs: a fork while
+// another thread ran a function-local static's initializer would leave the child waiting on that
+// static's guard for good.
+[[maybe_unused]] const bool g_made_before_main = (registry(), slot_key(), true);
+
+}  // namespace
+
+ThreadCache* my_cache(bool create) noexcept {
+  return my_slot(create);
+}
+
+void reap_ended_threads() noexcept {
+  Registry& r = registry();
+  if (r.retired.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard lock(r.mutex);
+  reap_retired(r);
+}
+
+void return_all_cached_slots() noexcept {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  reap_retired(r, true);  // ended threads' slots: their caches go back as they are freed
+  for (ThreadSlot* s = r.slots; s; s = s->next)
+    s->return_pool_slots(true);
+}
+
+std::vector<Parked> take_all_parked() noexcept {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  reap_retired(r);
+  std::vector<Parked> gone = take_parked_list();
+  for (ThreadSlot* s = r.slots; s; s = s->next) {
+    if (std::optional<Parked> p = s->take_parked()) {
+      try {
+        gone.push_back(*p);
+      } catch (...) {
+        drop_parked(*p);
+      }
+    }
+  }
+  return gone;
+}
+
+std::size_t cached_pool_bytes() noexcept {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::size_t bytes = 0;
+  for (ThreadSlot* s = r.slots; s; s = s->next) {
+    s->lock();
+    bytes += s->pool.bytes;
+    s->unlock();
+  }
+  return bytes;
+}
+
+std::size_t own_cached_spare() noexcept {
+  const ThreadSlot* const slot = my_slot(false);
+  return slot != nullptr ? slot->pool.spare.load(std::memory_order_relaxed) : 0;
+}
+
+void registry_lock_for_fork() noexcept {
+  registry().mutex.lock();
+}
+
+void registry_unlock_after_fork() noexcept {
+  registry().mutex.unlock();
+}
+
+void registry_clean_up_in_child() noexcept {
+  Registry& r = registry();
+  ThreadSlot* const mine = my_slot(false);
+  for (ThreadSlot* s = r.slots; s;) {
+    ThreadSlot* const next = s->next;
+    if (s != mine) {
+      // A cache its thread held busy may be half-written: what it holds is left out.
+      if (!s->busy.test(std::memory_order_acquire)) {
+        PoolCache& c = s->pool;
+        c.bytes = 0;
+        c.spare.store(0, std::memory_order_relaxed);
+        return_cached_sub_slots(c, false);
+        return_cached_page_slots(c, false);
+        if (s->parked) adopt_parked(*s->parked);
+      }
+      delete s;
+    }
+    s = next;
+  }
+  r.slots = mine;
+  if (mine) mine->prev = mine->next = nullptr;
+  r.retired.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace reservoir::detail
