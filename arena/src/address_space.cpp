@@ -29,8 +29,9 @@ using detail::kMax;
 // changes with every mapping.
 constexpr std::int64_t kNoLimitReadingAge = 20'000'000;  // 20 ms
 std::atomic<std::int64_t> g_no_limit_until{0};
-// Whether large pool chunks are reserved open where the OS allows (set_open_pool_chunks).
-std::atomic<bool> g_open_chunks{true};
+// Whether large pool chunks are reserved open where the OS allows (set_open_pool_chunks): an
+// opt-in, since an open chunk's arenas take writes past their committed prefix.
+std::atomic<bool> g_open_chunks{false};
 std::atomic<std::size_t> g_no_limit_size{0};
 
 std::int64_t now_ns() noexcept {
