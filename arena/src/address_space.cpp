@@ -14,8 +14,9 @@ namespace {
 std::atomic<std::size_t> g_reserved{0};    // bytes reserved by live arenas and parked reservations
 std::atomic<std::size_t> g_parked{0};      // of which parked in the reservation cache
 std::atomic<std::size_t> g_pool_spare{0};  // of which no live arena holds in the pools' chunks
-// Whether large pool chunks are reserved open where the OS allows (set_open_pool_chunks).
-std::atomic<bool> g_open_chunks{true};
+// Whether large pool chunks are reserved open where the OS allows (set_open_pool_chunks): an
+// opt-in, since an open chunk's arenas take writes past their committed prefix.
+std::atomic<bool> g_open_chunks{false};
 
 }  // namespace
 

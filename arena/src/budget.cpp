@@ -72,10 +72,8 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept {
   const std::size_t set = g_budget.load(std::memory_order_relaxed);
   const std::size_t budget = set ? set : space ? space / 2 : address_space_budget();
   const std::size_t reserved = reserved_address_space();
-  const std::size_t parked =
-      std::min(detail::parked_bytes() + detail::pool_spare_bytes() +
-                   detail::own_cached_spare(),
-               reserved);
+  const std::size_t parked = std::min(
+      detail::parked_bytes() + detail::pool_spare_bytes() + detail::own_cached_spare(), reserved);
   const std::size_t used = reserved - parked;  // what live arrays hold
   if (used <= budget / 4 && preferred <= budget / 4 - used && preferred <= cap) return preferred;
   const std::size_t small = std::min({preferred, kDefaultTierReduced, cap});

@@ -79,7 +79,8 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, Threa
   *error = {};
   const std::size_t k = class_of(usable);
   PoolState& p = pool_state();
-  if (k == kClasses || !p.enabled.load(std::memory_order_relaxed) || align == 0 || remainder_of(align_of(k), align) != 0)
+  if (k == kClasses || !p.enabled.load(std::memory_order_relaxed) || align == 0 ||
+      remainder_of(align_of(k), align) != 0)
     return false;
   // 0. The slot this thread gave back last, as step 1 below takes one from the pool. If the OS
   //    refuses to decommit what it has beyond the new arena's granules, it is parked in the pool
@@ -195,8 +196,7 @@ std::size_t trim_page_pools() noexcept {
     SizeClass& sc = size_classes()[k];
     // 1. Every parked slot gives its pages back.
     for (FreeSlot& s : sc.free) {
-      const std::size_t now =
-          decommit_beyond(s.base, 0, s.committed, s.open, kClassBytes[k]);
+      const std::size_t now = decommit_beyond(s.base, 0, s.committed, s.open, kClassBytes[k]);
       p.resident -= s.committed - now;
       released += s.committed - now;
       s.committed = now;

@@ -12,8 +12,9 @@
 // 4 MiB and more, for huge pages) and are kHugePageSize apart, the gap never committed: a chunk is
 // [guard][pad][slot 0][gap][slot 1][gap]...[slot n-1][gap], pad + guard < kHugePageSize.
 //
-// Where the OS makes them (Linux), a large chunk is an open reservation (pal::reserve_open):
-// read-write from the start, so an arena in one of its slots commits without a system call. In a
+// With set_open_pool_chunks(true), where the OS makes them (Linux), a large chunk is an open
+// reservation (pal::reserve_open): read-write from the start, so an arena in one of its slots
+// commits without a system call. By default it is closed, as every other reservation. In a
 // closed chunk each live slot's committed prefix is a kernel mapping of its own, made by the
 // commit that splits the chunk's. An open chunk is one mapping; each slot
 // starts a page past its kHugePageSize boundary and that page is its guard

@@ -19,12 +19,8 @@ namespace reservoir::detail {
 // classes from kFirstLarge on are the large ones (64-bit systems only: 0 elsewhere, never taken).
 inline constexpr bool k64Bit = sizeof(void*) >= 8;
 inline constexpr std::size_t kClassBytes[] = {
-    std::size_t{16} << 10,
-    std::size_t{64} << 10,
-    std::size_t{256} << 10,
-    std::size_t{1} << 20,
-    k64Bit ? kDefaultTierLeast : 0,
-    k64Bit ? kDefaultTierReduced : 0,
+    std::size_t{16} << 10,        std::size_t{64} << 10,          std::size_t{256} << 10,
+    std::size_t{1} << 20,         k64Bit ? kDefaultTierLeast : 0, k64Bit ? kDefaultTierReduced : 0,
     k64Bit ? kDefaultTierFull : 0};
 inline constexpr std::size_t kClasses = std::size(kClassBytes);
 static_assert(kClasses == kPoolClassCount);

@@ -108,7 +108,8 @@ std::error_code acquire(const ReservationRequest& q, Reservation* out) noexcept 
     std::size_t slot_bytes = 0;
     if (take_sub_slot(q.max_bytes, options.respect_memory_limit, own, &base, &slot_bytes)) {
       options.guard_pages = false;
-      *out = Reservation{base, 0, base, slot_bytes, slot_bytes, Source::sub_page_run, false, options};
+      *out =
+          Reservation{base, 0, base, slot_bytes, slot_bytes, Source::sub_page_run, false, options};
       return {};
     }
   }
@@ -134,8 +135,8 @@ std::error_code acquire(const ReservationRequest& q, Reservation* out) noexcept 
     if (ec) return ec;  // the OS refused a small pool's chunk (at its smallest): no address space
     // 3. A parked reservation of the same layout and options costs no system call.
     if (std::optional<Parked> p = take_parked(own, q.mapping, options)) {
-      *out = Reservation{p->mapping, p->mapping_size, p->base, p->reserved, p->committed,
-                         Source::mapping, false, options};
+      *out = Reservation{p->mapping,   p->mapping_size, p->base, p->reserved,
+                         p->committed, Source::mapping, false,   options};
       return {};
     }
   }

@@ -31,14 +31,14 @@ enum class Source : unsigned char {
 };
 
 struct Reservation {
-  void* mapping = nullptr;        // the mapping's start (a slot: its base)
-  std::size_t mapping_size = 0;   // Source::mapping only
-  std::byte* base = nullptr;      // the first usable byte
-  std::size_t reserved = 0;       // usable bytes from base
-  std::size_t committed = 0;      // already committed from base
+  void* mapping = nullptr;       // the mapping's start (a slot: its base)
+  std::size_t mapping_size = 0;  // Source::mapping only
+  std::byte* base = nullptr;     // the first usable byte
+  std::size_t reserved = 0;      // usable bytes from base
+  std::size_t committed = 0;     // already committed from base
   Source source = Source::mapping;
-  bool open = false;              // a pool slot in an open reservation (read-write already)
-  ArenaOptions options;           // in force: a sub-page slot has no guard pages
+  bool open = false;     // a pool slot in an open reservation (read-write already)
+  ArenaOptions options;  // in force: a sub-page slot has no guard pages
 };
 
 // A reservation for `request`, or the OS's error (the pools' small chunk, or the mapping, refused

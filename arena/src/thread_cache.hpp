@@ -34,7 +34,7 @@ struct Parked {
 // so that no shared counter moves at every array: a thread's cache keeps pages only while the
 // pools' parked bytes and its own stay under the resident limit, so all threads' caches together
 // may exceed the limit by what each holds (at most one slot a class).
-inline constexpr std::size_t kPoolClassCount = 7;  // page_pools.cpp's classes
+inline constexpr std::size_t kPoolClassCount = 7;     // page_pools.cpp's classes
 inline constexpr std::size_t kPoolSubClassCount = 4;  // sub_page_runs.cpp's classes
 struct PoolCache {
   struct Page {

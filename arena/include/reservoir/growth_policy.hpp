@@ -11,7 +11,8 @@ namespace reservoir {
 // commit steps that go with them). Process-wide; the default is automatic.
 enum class HugePages {
   // Where they pay: Linux with THP in `always` or `madvise` mode
-  // (/sys/kernel/mm/transparent_hugepage/enabled), except on a virtual machine whose host takes back free
+  // (/sys/kernel/mm/transparent_hugepage/enabled), except on a virtual machine whose host takes
+  // back free
   // memory in 2 MiB blocks. There each huge page is a block the host faults in again, which
   // costs more than the same memory in 4 KiB pages (figures: docs/big-arrays.md).
   automatic,

@@ -17,13 +17,13 @@ namespace reservoir {
 // than go below the re-read threshold, so threads racing the limit cannot overshoot it together;
 // readings are taken one at a time and subtract what other threads charged but have not yet
 // populated. The margin covers what the kernel counts beyond the arenas' pages (page tables,
-// stacks, the allocator; figures: docs/memory-limit.md). Only bytes populated at once or about to be written are charged
-// (reserve() charges its first step): committed pages nobody touches cost nothing, and later
-// first touches of them are not checked. Decommits give their charge back. The cgroup's files
-// are read at most once per commit step; a reading is reused for later steps while the headroom
-// it left stays above a quarter of the limit and it is younger than 20 ms (1 s when no limit is
-// set). Memory the rest of the program allocates in between is not seen until the next reading.
-// Independently of any limit, a step of an eighth of the RAM or more is refused
+// stacks, the allocator; figures: docs/memory-limit.md). Only bytes populated at once or about to
+// be written are charged (reserve() charges its first step): committed pages nobody touches cost
+// nothing, and later first touches of them are not checked. Decommits give their charge back. The
+// cgroup's files are read at most once per commit step; a reading is reused for later steps while
+// the headroom it left stays above a quarter of the limit and it is younger than 20 ms (1 s when no
+// limit is set). Memory the rest of the program allocates in between is not seen until the next
+// reading. Independently of any limit, a step of an eighth of the RAM or more is refused
 // (Refusal::machine_memory) if it commits more than RAM + swap under heuristic overcommit, or
 // backs more than MemAvailable + SwapFree: std::vector's allocation would be refused too.
 
