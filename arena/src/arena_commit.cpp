@@ -1,6 +1,7 @@
-// Arena's committed prefix: the commit-step policy, growing (grow, allocate, commit) and shrinking
-// (shrink, rewind, trim). Whether a step fits under the memory limit is memory_limit.cpp's to say;
-// this file knows nothing of where reservations come from.
+// Arena's committed prefix: growing (grow, allocate, commit) and shrinking (shrink, rewind, trim).
+// Each step is the one the growth policy plans (detail::plan_step, growth_policy.hpp); whether it
+// fits under the memory limit is memory_limit.cpp's to say; this file knows nothing of where
+// reservations come from.
 #include <reservoir/arena.hpp>
 
 #include <algorithm>
@@ -49,119 +50,65 @@ bool huge_pages_in_effect() noexcept {
 
 // ---- committing ---------------------------------------------------------------------------------
 
-bool Arena::geometric_steps() const noexcept {
-  // Doubling steps are safe where committing is a permission change only: nothing is populated
-  // (prefault off), or what lies past kHugePageThreshold is backed by 2 MiB first touches. Under
-  // a memory limit every committed byte must be charged as it is backed, which only bounded,
-  // populated steps do exactly: an unpopulated step's pages are not in the usage the next
-  // reading sees.
-  if (has(kRespectMemoryLimit) && detail::memory_limit_in_force()) return false;
-  return !has(kPrefault) || (has(kHugePages) && huge_pages_in_effect());
-}
-
-std::size_t Arena::bounded_step() const noexcept {
-  // A power-of-two number of granules, capped at kPopulatedStepLimit (whole granules, at least
-  // one) and at max_step():
-  //   1. at least one granule;
-  //   2. the committed prefix itself, up to kDoublingStepLimit: small arenas double;
-  //   3. committed/8: large arenas commit in proportion to their size.
-  const std::size_t granule = this->granule();
-  std::size_t step = granule;
-  if (const std::size_t held = detail::quotient_of(committed_, granule); held > 1) {
-    const std::size_t doubling_cap =
-        std::max<std::size_t>(detail::quotient_of(kDoublingStepLimit, granule), 1);
-    step = std::max(step, granule * std::bit_floor(std::min(held, doubling_cap)));
-  }
-  if (const std::size_t eighth = detail::quotient_of(committed_ / 8, granule); eighth > 1) {
-    step = std::max(step, granule * std::bit_floor(eighth));
-  }
-  const std::size_t cap = std::max(granule, detail::round_down(kPopulatedStepLimit, granule));
-  return std::min({step, cap, max_step()});
+detail::GrowthState Arena::growth_state() const noexcept {
+  detail::GrowthState s;
+  s.committed = committed_;
+  s.reserved = reserved_;
+  s.granule = granule();
+  s.max_step = max_step();
+  s.prefault = has(kPrefault);
+  s.huge_pages = has(kHugePages) && huge_pages_in_effect();
+  // Under a memory limit every committed byte must be charged as it is backed, which only
+  // bounded, populated steps do exactly: an unpopulated step's pages are not in the usage the
+  // next reading sees.
+  s.limit_in_force = has(kRespectMemoryLimit) && detail::memory_limit_in_force();
+  return s;
 }
 
 std::size_t Arena::commit_step() const noexcept {
-  // An empty (default-constructed or moved-from) arena has no granule and no step.
-  const std::size_t granule = this->granule();
-  if (granule == 0) return 0;
-  if (!geometric_steps()) return bounded_step();
-  // The committed prefix, in whole granules rounded down to a power of two: each step doubles it.
-  const std::size_t held = std::max<std::size_t>(detail::quotient_of(committed_, granule), 1);
-  return std::min(granule * std::bit_floor(held), max_step());
-}
-
-std::size_t Arena::commit_target(std::size_t bytes, std::size_t step) const noexcept {
-  // Commit outward: whole steps, capped at the reservation's end.
-  std::size_t target = reserved_;
-  if (std::size_t r; round_up(bytes, step, &r) && r < reserved_) target = r;
-  return target;
+  return detail::plan_step(growth_state(), 0, Populate::all).step;
 }
 
 std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept {
-  const bool geometric = geometric_steps();
-  const std::size_t target = commit_target(bytes, commit_step());
-  if (target <= committed_) return {};
-  std::error_code ec = commit_range(bytes, target, populate, geometric);
-  if (!ec || !geometric) return ec;
+  const detail::GrowthState state = growth_state();
+  const detail::PlannedStep step = detail::plan_step(state, bytes, populate);
+  if (step.target <= committed_) return {};
+  const std::error_code ec = take_step(step);
+  if (!ec || !step.geometric) return ec;
   // A large doubling step can be refused where the request alone fits (strict overcommit, the
-  // machine's memory, Windows' commit limit): retry with the smallest step that holds it, if
-  // that is at least kPopulatedStepLimit smaller.
-  const std::size_t least = commit_target(bytes, granule());
-  if (least >= target || target - least < kPopulatedStepLimit) return ec;
-  return commit_range(bytes, least, populate, geometric);
+  // machine's memory, Windows' commit limit): the policy's smaller step, if it has one.
+  const detail::PlannedStep least = detail::plan_step(state, bytes, populate, true);
+  return least.target > committed_ ? take_step(least) : ec;
 }
 
-std::error_code Arena::commit_range(std::size_t bytes, std::size_t target, Populate populate,
-                                    bool geometric) noexcept {
+std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   std::byte* start = base_ + committed_;
-  const std::size_t len = target - committed_;
-  // 1. What to back with RAM now: all of the step, its first kPopulatedStepLimit, or nothing.
-  //    Under huge pages, nothing past kHugePageThreshold: first touches map 2 MiB pages there,
-  //    one fault per 2 MiB, and no populate call is made for it.
-  std::size_t backed = populate == Populate::all    ? len
-                       : populate == Populate::none ? 0
-                                                    : std::min(len, kPopulatedStepLimit);
-  //    Below the threshold a doubling step backs at most half of itself beyond what was asked
-  //    for, so RSS stays within 1.5x of the bytes in use; the rest is backed by first touches.
-  const bool huge = has(kHugePages) && huge_pages_in_effect() && reserved_ > kHugePageThreshold;
-  if (huge && geometric) {
-    const std::size_t below =
-        committed_ < kHugePageThreshold ? std::min(target, kHugePageThreshold) - committed_ : 0;
-    const std::size_t asked_now = bytes > committed_ ? bytes - committed_ : 0;
-    backed = std::min({backed, below, std::max(asked_now, len / 2)});
-  }
-  if (!has(kPrefault)) backed = 0;
-  // 2. Charged: what is populated now or (all) written next; untouched pages cost nothing. Pages
-  //    given back (trim, release) are not credited: the next reading of the limit sees them, and
-  //    until then the headroom errs on the safe side. A geometric step is taken only where no
-  //    limit is in force, and there the charge is the machine check alone, of the bytes asked for.
-  const std::size_t asked = std::min(len, bytes > committed_ ? bytes - committed_ : 0);
-  const std::size_t charge = geometric ? std::max(backed, populate == Populate::all ? asked : 0)
-                             : has(kPrefault)             ? backed
-                             : populate == Populate::none ? 0
-                             : populate == Populate::all  ? len
-                                                          : std::min(len, kPopulatedStepLimit);
+  const std::size_t len = step.target - committed_;
+  // 1. Charged, then committed (populate.hpp). Pages given back (trim, release) are not
+  //    credited: the next reading of the limit sees them, and until then the headroom errs on
+  //    the safe side.
   std::size_t charged = 0;
-  if (std::error_code ec = detail::charge_and_commit(start, len, charge, has(kRespectMemoryLimit),
-                                                     open_slot(), &charged)) {
+  if (std::error_code ec = detail::charge_and_commit(
+          start, len, step.charge, has(kRespectMemoryLimit), open_slot(), &charged)) {
     return ec;
   }
-  // 3. The first commit past the threshold marks the rest of the reservation (up to the end of
+  // 2. The first commit past the threshold marks the rest of the reservation (up to the end of
   //    the mapping, so the upper guard page stays in the same kernel mapping) for huge pages.
-  if (huge && committed_ <= kHugePageThreshold && target > kHugePageThreshold) {
+  if (step.advise_huge) {
     std::byte* from = base_ + kHugePageThreshold;
     (void)pal::advise_huge_pages(from, static_cast<std::size_t>(mapping() + mapping_size() - from));
     if (has(kPooled)) offset_flags_ |= kHugeAdvisedSlot;
   }
-  // 4. Back the step (populate.hpp). If the OS cannot back it now (MADV_POPULATE_WRITE says
-  //    ENOMEM), report a clean error rather than let the first touch meet the OOM killer: undo
-  //    the commit.
-  if (std::error_code ec = detail::populate(start, backed)) {
+  // 3. Backed (populate.hpp). If the OS cannot back the step now (MADV_POPULATE_WRITE says
+  //    ENOMEM), a clean error rather than a first touch that meets the OOM killer: the commit is
+  //    undone.
+  if (std::error_code ec = detail::populate(start, step.backed)) {
     (void)(open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
     detail::memory_limit_refund(charged);
     return ec;
   }
   detail::memory_limit_settle(charged);
-  committed_ = target;
+  committed_ = step.target;
   return {};
 }
 
@@ -170,7 +117,8 @@ void Arena::throw_growth_error(std::size_t bytes, std::error_code ec) const {
     throw std::length_error("reservoir::Arena: cannot grow to " + format_bytes(bytes) +
                             ": the reservation holds " + format_bytes(reserved_));
   }
-  const std::size_t len = commit_target(bytes) - committed_;
+  const std::size_t len =
+      detail::plan_step(growth_state(), bytes, Populate::all).target - committed_;
   if (ec == Refusal::memory_limit || ec == Refusal::machine_memory) {
     throw OsAllocationError("commit", len, base_ + committed_, ec,
                             ec == Refusal::memory_limit ? detail::memory_limit_advice()

@@ -145,19 +145,9 @@ class Arena {
 
   // ---- committed prefix (for containers that track their own length, like DynArray) ----
 
-  // How much of a commit() to back with RAM at once when options().prefault is on.
-  enum class Populate {
-    // All of it: for bytes about to be written (an append of known length).
-    all,
-    // Only the next kPopulatedStepLimit (2 MiB) past the committed prefix; the rest is
-    // committed but backed on first touch, as std::vector::reserve is under overcommit. For an
-    // upper bound that may never be reached: DynArray::reserve(1e9 ints) costs 2 MiB of RSS, not
-    // 4 GB.
-    first_step,
-    // None of it: committed, backed on first touch, as if prefault were off for this call. For
-    // memory that may never be written.
-    none,
-  };
+  // How much of a commit() to back with RAM at once when options().prefault is on
+  // (growth_policy.hpp).
+  using Populate = reservoir::Populate;
 
   // Commits ahead so that committed() >= bytes (rounded up to the granule). Never moves anything.
   // Throws std::length_error past reserved(), OsAllocationError on refusal; arena unchanged then.
@@ -197,18 +187,10 @@ class Arena {
   friend void swap(Arena& a, Arena& b) noexcept;
 
  private:
-  // True while steps may double (see ArenaOptions::max_commit_step).
-  bool geometric_steps() const noexcept;
-  // The step under the bounded policy: at most kPopulatedStepLimit.
-  std::size_t bounded_step() const noexcept;
-  // The committed length that covers `bytes` in whole `step`s, capped at reserved_.
-  std::size_t commit_target(std::size_t bytes, std::size_t step) const noexcept;
-  std::size_t commit_target(std::size_t bytes) const noexcept {
-    return commit_target(bytes, commit_step());
-  }
-  // Commits [committed_, target) and backs what `populate` asks for; committed_ = target.
-  std::error_code commit_range(std::size_t bytes, std::size_t target, Populate populate,
-                               bool geometric) noexcept;
+  // What the growth policy (detail::plan_step) is told of this arena now.
+  detail::GrowthState growth_state() const noexcept;
+  // Commits [committed_, step.target) and backs step.backed of it; committed_ = step.target.
+  std::error_code take_step(const detail::PlannedStep& step) noexcept;
   // Commits so that committed_ >= bytes. bytes <= reserved_ is the caller's check.
   std::error_code commit_to(std::size_t bytes, Populate populate = Populate::all) noexcept;
   // The paths of grow()/try_grow() that must commit or fail; kept out of line and cold.

@@ -314,7 +314,7 @@ class DynArray {
                   std::is_trivially_copyable_v<T> &&
                   std::is_same_v<std::remove_cvref_t<std::ranges::range_reference_t<R>>, T>) {
       const auto n = static_cast<size_type>(std::ranges::size(r));
-      reserve_for_append(n);
+      commit_for_append(n);
       annotate(end_, end_ + n);
       if (n) std::memcpy(static_cast<void*>(end_), std::ranges::data(r), n * sizeof(T));
       end_ += n;
@@ -356,7 +356,7 @@ class DynArray {
     if constexpr (std::is_nothrow_copy_constructible_v<T>) {
       if (!holds(source)) {
         if (count > max_size()) throw_length_error("assign", count);
-        commit_ahead(count, Arena::Populate::all);
+        commit_for_write(count);
         clear();
         annotate(end_, first_element() + count);
         detail::uninitialized_fill_n(first_element(), count, value);
@@ -385,7 +385,7 @@ class DynArray {
       }
       if constexpr (std::is_nothrow_constructible_v<T, std::iter_reference_t<It>>) {
         if (n > max_size()) throw_length_error("assign", n);
-        commit_ahead(n, Arena::Populate::all);
+        commit_for_write(n);
         clear();
         annotate(end_, first_element() + n);
         if (n != 0) std::uninitialized_copy_n(source, n, first_element());
@@ -728,7 +728,7 @@ class DynArray {
     try {
       if constexpr (detail::multi_pass<It>) {
         const auto n = static_cast<size_type>(detail::pair_distance(first, last));
-        reserve_for_append(n);
+        commit_for_append(n);
         for (; first != last; ++first)
           construct_one(*first);
       } else {
@@ -755,7 +755,7 @@ class DynArray {
     const size_type old_size = size();
     const size_type old_capacity = capacity();
     if (n <= max_size() - old_size) {
-      reserve_for_append(n);  // strong
+      commit_for_append(n);  // strong
       try {
         for (size_type k = 0; k < n; ++k) {
           construct_one(*src);
@@ -768,7 +768,7 @@ class DynArray {
       }
       replace_front(old_size, old_capacity);
     } else {
-      commit_ahead(n, Arena::Populate::all);  // strong
+      commit_for_write(n);  // strong
       clear();
       try {
         for (size_type k = 0; k < n; ++k) {
@@ -852,13 +852,15 @@ class DynArray {
   }
 
   // Commits room for n more elements (the slow path of every append).
-  void reserve_for_append(size_type n) {
+  void commit_for_append(size_type n) {
     if (n <= capacity() - size()) return;
     if (n > max_size() - size()) throw_length_error("append", n > max_size() ? n : size() + n);
-    commit_ahead(size() + n, Arena::Populate::all);
+    commit_for_write(size() + n);
   }
-  // reserve(n), backing `populate` of the new commit with RAM at once (elements about to be
-  // written: all of it).
+  // Commits for n elements about to be written: all of the new commit is backed with RAM at
+  // once (Populate::all). reserve() is the one other way to commit ahead (Populate::first_step).
+  void commit_for_write(size_type n) { commit_ahead(n, Arena::Populate::all); }
+  // Commits for n elements, backing `populate` of the new commit with RAM at once.
   void commit_ahead(size_type n, Arena::Populate populate) {
     if (n <= capacity()) return;
     if (n > max_size()) throw_length_error("reserve", n);
@@ -883,7 +885,7 @@ class DynArray {
   template <class Src>
   void insert_shifting(size_type index, size_type n, Src src) {
     if (n == 0) return;
-    reserve_for_append(n);
+    commit_for_append(n);
     T* const pos = first_element() + index;
     T* const old_end = end_;
     const auto tail = static_cast<size_type>(old_end - pos);
@@ -932,7 +934,7 @@ class DynArray {
     T* cap;
   };
   RESERVOIR_COLD_NOINLINE Bounds emplace_back_slow_value(T value) {
-    reserve_for_append(1);  // trivially copyable: constructing it cannot throw afterwards
+    commit_for_append(1);  // trivially copyable: constructing it cannot throw afterwards
     construct_one(value);
     return {end_, cap_};
   }
@@ -940,7 +942,7 @@ class DynArray {
   template <class... Args>
   RESERVOIR_COLD_NOINLINE reference emplace_back_slow(Args&&... args) {
     const size_type old_capacity = capacity();
-    reserve_for_append(1);
+    commit_for_append(1);
     try {
       return *construct_one(std::forward<Args>(args)...);
     } catch (...) {
@@ -979,7 +981,7 @@ class DynArray {
       return;
     }
     const size_type old_capacity = capacity();
-    reserve_for_append(n - size());
+    commit_for_append(n - size());
     annotate(end_, first_element() + n);
     try {
       construct(end_, n - size());  // destroys what it built if it throws
