@@ -411,19 +411,27 @@ std::error_code release(void* addr, std::size_t size) noexcept {
 
 std::error_code prefault(void* addr, std::size_t size) noexcept {
   std::error_code ec;
-  if (injected_failure(Op::prefault, &ec)) return ec;
+  if (!injected_failure(Op::prefault, &ec)) {
 #if RESERVOIR_PAL_LINUX
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14 uapi value; older headers lack it
 #endif
-  if (::madvise(addr, size, MADV_POPULATE_WRITE) == 0) return {};
-  if (errno == EINVAL) return std::make_error_code(std::errc::not_supported);  // kernel < 5.14
-  return last_error();
+    if (::madvise(addr, size, MADV_POPULATE_WRITE) == 0) return {};
+    ec = last_error();
 #else
-  (void)addr;
-  (void)size;
-  return std::make_error_code(std::errc::not_supported);
+    (void)addr;
+    (void)size;
+    return std::make_error_code(std::errc::not_supported);
 #endif
+  }
+  // The call itself refused, not the memory: EINVAL (a kernel before 5.14 lacks the advice),
+  // EPERM or ENOSYS (a seccomp filter that does not allow it). Nothing was populated, and the
+  // caller's stores back the pages instead. An injected error is judged as the OS's would be.
+  if (ec == std::errc::invalid_argument || ec == std::errc::operation_not_permitted ||
+      ec == std::errc::function_not_supported) {
+    return std::make_error_code(std::errc::not_supported);
+  }
+  return ec;
 }
 
 #if RESERVOIR_PAL_LINUX

@@ -88,8 +88,10 @@ std::error_code guard(void* addr, std::size_t size) noexcept;
 std::error_code discard(void* addr, std::size_t size) noexcept;
 
 // Asks the OS to back a committed range with RAM now instead of on first touch (Linux 5.14+:
-// MADV_POPULATE_WRITE). Returns std::errc::not_supported where the OS cannot; callers may fall back
-// to touching the pages. Contents are unchanged.
+// MADV_POPULATE_WRITE). Returns std::errc::not_supported where the OS cannot or will not (no such
+// call, a kernel without the advice, a sandbox refusing it with EPERM or ENOSYS); callers may fall
+// back to touching the pages. Other errors (ENOMEM) mean the memory cannot be had. Contents are
+// unchanged.
 std::error_code prefault(void* addr, std::size_t size) noexcept;
 
 // Asks for transparent huge pages on [addr, addr+size) (Linux MADV_HUGEPAGE). A hint; returns
