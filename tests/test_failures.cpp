@@ -6,6 +6,7 @@
 // destroyed arrays cached by live threads.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
@@ -278,6 +279,86 @@ bool append_and_check(Vec& a, std::size_t n) {
   return test::first_wrong(n, [&](std::size_t i) { return a[i] == static_cast<int>(i); }) == n;
 }
 
+// ---- a memory limit that can no longer be read
+// ---------------------------------------------------
+
+// Grows `a` by 1e6 ints at a time up to `cap` bytes; true if a step was refused with
+// OsAllocationError (printed), every element intact either way (else *intact is false).
+bool grow_until_refused(DynArray<int>& a, std::size_t cap, bool* intact) {
+  bool refused = false;
+  try {
+    while (a.size() * sizeof(int) < cap)
+      a.push_back(static_cast<int>(a.size()));
+    std::printf("no refusal up to %zu MiB; ", cap >> 20);
+  } catch (const OsAllocationError& e) {
+    std::printf("refused at %zu MiB: %s; ", (a.size() * sizeof(int)) >> 20, e.what());
+    refused = true;
+  }
+  *intact = test::first_wrong(
+                a.size(), [&](std::size_t i) { return a[i] == static_cast<int>(i); }) == a.size();
+  return refused;
+}
+
+#if !defined(_WIN32)
+// Makes every open() fail with EMFILE from here on (a lower descriptor limit, filled).
+bool exhaust_descriptors() {
+  struct rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
+  lim.rlim_cur = std::min<rlim_t>(lim.rlim_cur, 256);
+  if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
+  for (int i = 0; i < 4096; ++i) {
+    if (::open("/dev/null", O_RDONLY | O_CLOEXEC) < 0) return errno == EMFILE;
+  }
+  return false;
+}
+#endif
+
+// A limit set by hand (the resident set + 96 MiB) is read once; then every reading of the memory
+// in use fails: growth must still stop at the limit.
+RESERVOIR_CHILD("failures.limit_unreadable.by_hand") {
+  const std::size_t rss = pal::current_rss();
+  if (rss == 0) return kNotHere;
+  constexpr std::size_t kRoom = std::size_t{96} << 20;
+  reservoir::set_memory_limit(rss + kRoom);
+  DynArray<int> a;
+  bool intact = false;
+  if (grow_until_refused(a, std::size_t{16} << 20, &intact) || !intact) return 2;
+  test::FaultGuard unreadable(pal::Op::stats, 0, 1'000'000'000);
+  const bool refused = grow_until_refused(a, std::size_t{256} << 20, &intact);
+  std::printf("grew to %zu MiB\n", (a.size() * sizeof(int)) >> 20);
+  if (!refused) return 3;
+  if (!intact) return 4;
+  return a.size() * sizeof(int) <= kRoom ? 0 : 5;
+}
+
+#if defined(__linux__)
+// In a 256 MiB cgroup whose limit was read, the readings then fail (`emfile`: the process runs
+// out of descriptors; otherwise injected): growth must be refused, not killed.
+int cgroup_limit_unreadable(bool emfile) {
+  if (!join_cgroup()) return 2;
+  DynArray<int> a;
+  bool intact = false;
+  if (grow_until_refused(a, std::size_t{32} << 20, &intact) || !intact) return 3;
+  if (reservoir::memory_limit_headroom() == reservoir::kMemoryLimitOff) return 4;  // not read
+  if (emfile) {
+    if (!exhaust_descriptors()) return kNotHere;
+  } else {
+    pal::testing::fail(pal::Op::stats, 0, 1'000'000'000, pal::testing::out_of_memory_error());
+  }
+  const bool refused = grow_until_refused(a, std::size_t{1} << 30, &intact);
+  std::printf("grew to %zu MiB\n", (a.size() * sizeof(int)) >> 20);
+  if (!refused) return 5;
+  return intact ? 0 : 6;
+}
+
+RESERVOIR_CHILD("failures.limit_unreadable.cgroup_emfile") {
+  return cgroup_limit_unreadable(true);
+}
+RESERVOIR_CHILD("failures.limit_unreadable.cgroup_injected") {
+  return cgroup_limit_unreadable(false);
+}
+#endif
+
 }  // namespace
 
 TEST_SUITE("failures") {
@@ -350,4 +431,22 @@ TEST_SUITE("failures") {
           a.size());
   }
 #endif
+
+  TEST_CASE("a memory limit read once still stands when it can no longer be read") {
+    const char* name = "failures.limit_unreadable.by_hand";
+    const test::ProcessResult r = test::run_child(name);
+    MESSAGE(r.output);
+    check_child(name, r);
+#if defined(__linux__)
+    if (kSanitized || test::under_valgrind()) {
+      MESSAGE(
+          "cgroup part skipped under the sanitizers and valgrind: their memory is not the data's");
+      return;
+    }
+    // In a cgroup of 256 MiB: refused near 246 MiB instead of killed by the memory cgroup.
+    run_in_cgroup(
+        {"failures.limit_unreadable.cgroup_emfile", "failures.limit_unreadable.cgroup_injected"},
+        std::size_t{256} << 20);
+#endif
+  }
 }
