@@ -6,7 +6,9 @@
 // destroyed arrays cached by live threads.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -41,7 +43,8 @@ namespace pal = reservoir::pal;
 
 namespace {
 
-// ---- commit means commit -------------------------------------------------------------------------
+// ---- commit means commit
+// -------------------------------------------------------------------------
 
 // The example a new user tries: a 1 GiB arena, grown, written one byte past committed().
 RESERVOIR_CHILD("failures.write_past_commit.arena") {
@@ -66,16 +69,384 @@ RESERVOIR_CHILD("failures.write_past_commit.dynarray") {
   return 0;
 }
 
+// ---- process-wide limits and locks --------------------------------------------------------------
+
+// Exit code of a child that could not set up its scenario here (a call refused for lack of
+// privilege): the parent reports it and checks nothing.
+constexpr int kNotHere = 77;
+
+// Sanitizers and valgrind keep mappings of their own that locked memory or a data limit would
+// break, whoever allocates.
+#if defined(RESERVOIR_TEST_ASAN) || defined(RESERVOIR_TEST_TSAN)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Checks a child's end: exit 0, or kNotHere (reported, nothing checked).
+void check_child(const std::string& name, const test::ProcessResult& r) {
+  CAPTURE(name);
+  if (r.exited && r.exit_code == kNotHere) {
+    MESSAGE(name << ": not possible here (" << r.output << "): not checked");
+    return;
+  }
+  CHECK_MESSAGE((r.exited && r.exit_code == 0), test::describe(r) << " " << r.output);
+}
+
+#if defined(__linux__)
+// Moves this process into the cgroup directory named by RESERVOIR_TEST_FAILURES_CGROUP.
+bool join_cgroup() {
+  const char* dir = std::getenv("RESERVOIR_TEST_FAILURES_CGROUP");
+  if (!dir) return false;
+  std::ofstream procs(std::string(dir) + "/cgroup.procs");
+  procs << ::getpid() << std::flush;
+  return static_cast<bool>(procs);
+}
+
+// A memory cgroup limited to `limit` bytes (v1 memory controller, or a v2 hierarchy offering
+// it), removed on destruction; empty path (and why_not) where it cannot be made: not root, no
+// memory controller.
+struct LimitedCgroup {
+  std::string path;
+  std::string why_not = "no memory cgroup controller is mounted";
+  explicit LimitedCgroup(std::size_t limit) {
+    static int serial = 0;
+    const std::string name =
+        "/reservoir-failures-" + std::to_string(::getpid()) + "-" + std::to_string(++serial);
+    const struct {
+      const char* root;
+      const char* limit_file;
+      bool v2;
+    } candidates[] = {{"/sys/fs/cgroup/memory", "memory.limit_in_bytes", false},
+                      {"/sys/fs/cgroup", "memory.max", true},
+                      {"/sys/fs/cgroup/unified", "memory.max", true}};
+    for (const auto& c : candidates) {
+      const std::string root = c.root;
+      if (c.v2) {
+        std::string all;
+        std::getline(std::ifstream(root + "/cgroup.controllers"), all);
+        if ((" " + all + " ").find(" memory ") == std::string::npos) continue;
+        std::ofstream(root + "/cgroup.subtree_control") << "+memory" << std::flush;
+      }
+      if (::mkdir((root + name).c_str(), 0755) != 0) {
+        why_not = "cannot create " + root + name + " (needs root)";
+        continue;
+      }
+      std::ofstream out(root + name + "/" + c.limit_file);
+      out << limit << std::flush;
+      if (!out) {
+        ::rmdir((root + name).c_str());
+        why_not = "cannot set " + root + name + "/" + c.limit_file;
+        continue;
+      }
+      path = root + name;
+      return;
+    }
+  }
+  ~LimitedCgroup() {
+    if (!path.empty()) ::rmdir(path.c_str());
+  }
+  LimitedCgroup(const LimitedCgroup&) = delete;
+  LimitedCgroup& operator=(const LimitedCgroup&) = delete;
+};
+
+// Runs each child in a fresh cgroup of `limit` bytes; false (with a message) where none can be
+// made.
+bool run_in_cgroup(std::initializer_list<const char*> names, std::size_t limit) {
+  for (const char* name : names) {
+    LimitedCgroup cg(limit);
+    if (cg.path.empty()) {
+      MESSAGE("skipped: " << cg.why_not);
+      return false;
+    }
+    ::setenv("RESERVOIR_TEST_FAILURES_CGROUP", cg.path.c_str(), 1);
+    const test::ProcessResult r = test::run_child(name);
+    ::unsetenv("RESERVOIR_TEST_FAILURES_CGROUP");
+    check_child(name, r);
+  }
+  return true;
+}
+
+// 1000 ints pushed into `a`, all read back.
+template <class Vec>
+bool push_thousand(Vec& a) {
+  for (int i = 0; i < 1000; ++i)
+    a.push_back(i);
+  return a.size() == 1000 && test::first_wrong(1000, [&](std::size_t i) {
+                               return a[i] == static_cast<int>(i);
+                             }) == 1000;
+}
+
+// mlockall(MCL_FUTURE), then 1000 ints into a fresh array: every later mapping is locked, which
+// for a writable one means backed at once, so nothing may be mapped writable beyond what is used.
+template <class Vec>
+int locked_future() {
+  if (!join_cgroup()) return 2;
+  if (::mlockall(MCL_FUTURE) != 0) return kNotHere;
+  Vec a;
+  return push_thousand(a) ? 0 : 3;
+}
+
+// One array first, then mlockall(MCL_CURRENT | MCL_FUTURE) (which backs every writable mapping
+// there is), with guard pages made by mprotect as on kernels before 6.13; then 1000 ints more.
+template <class Vec>
+int locked_current() {
+  if (!join_cgroup()) return 2;
+  pal::testing::refuse_guard_install(true);
+  Vec first;
+  first.push_back(7);
+  if (::mlockall(MCL_CURRENT | MCL_FUTURE) != 0) return kNotHere;
+  Vec a;
+  if (!push_thousand(a)) return 3;
+  return first[0] == 7 ? 0 : 4;
+}
+
+RESERVOIR_CHILD("failures.mlock_future.vector") {
+  return locked_future<std::vector<int>>();
+}
+RESERVOIR_CHILD("failures.mlock_future.dynarray") {
+  return locked_future<DynArray<int>>();
+}
+RESERVOIR_CHILD("failures.mlock_current.vector") {
+  return locked_current<std::vector<int>>();
+}
+RESERVOIR_CHILD("failures.mlock_current.dynarray") {
+  return locked_current<DynArray<int>>();
+}
+
+// RLIMIT_DATA lowered to 4 GiB after the first array (`with_array`): malloc, std::vector and
+// std::thread must still work, and so must the array.
+int data_limit_lowered(bool with_array) {
+  if (test::proc_status_kib("VmData") > (std::size_t{2} << 20)) return kNotHere;  // > 2 GiB
+  DynArray<int> a;  // empty: no reservation yet
+  if (with_array) a.push_back(7);
+  struct rlimit lim{};
+  if (::getrlimit(RLIMIT_DATA, &lim) != 0) return 2;
+  lim.rlim_cur = static_cast<rlim_t>(std::size_t{4} << 30);
+  if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < lim.rlim_cur) return kNotHere;
+  if (::setrlimit(RLIMIT_DATA, &lim) != 0) return kNotHere;
+  constexpr std::size_t kBig = std::size_t{64} << 20;
+  void* p = std::malloc(kBig);
+  if (p == nullptr) return 3;
+  std::memset(p, 1, kBig);
+  std::free(p);
+  try {
+    std::vector<char> v(kBig, 1);
+    if (v[kBig - 1] != 1) return 4;
+  } catch (const std::exception& e) {
+    std::printf("std::vector: %s\n", e.what());
+    return 4;
+  }
+  try {
+    std::atomic<int> ran{0};
+    std::thread t([&ran] { ran = 1; });
+    t.join();
+    if (ran != 1) return 5;
+  } catch (const std::exception& e) {
+    std::printf("std::thread: %s\n", e.what());
+    return 5;
+  }
+  if (with_array) {
+    for (int i = 1; i < 1'000'000; ++i)
+      a.push_back(i + 7);
+    DynArray<int> b;
+    if (!push_thousand(b)) return 6;
+    if (test::first_wrong(
+            a.size(), [&](std::size_t i) { return a[i] == static_cast<int>(i) + 7; }) != a.size()) {
+      return 7;
+    }
+  }
+  return 0;
+}
+
+RESERVOIR_CHILD("failures.data_limit.vector") {
+  return data_limit_lowered(false);
+}
+RESERVOIR_CHILD("failures.data_limit.dynarray") {
+  return data_limit_lowered(true);
+}
+#endif
+
+// ---- a refused populate
+// ---------------------------------------------------------------------------
+
+// Appends n ints and reads them back; false if any is wrong. The same body for std::vector.
+template <class Vec>
+bool append_and_check(Vec& a, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    a.push_back(static_cast<int>(i));
+  if (a.size() != n) return false;
+  return test::first_wrong(n, [&](std::size_t i) { return a[i] == static_cast<int>(i); }) == n;
+}
+
+// ---- a memory limit that can no longer be read
+// ---------------------------------------------------
+
+// Grows `a` by 1e6 ints at a time up to `cap` bytes; true if a step was refused with
+// OsAllocationError (printed), every element intact either way (else *intact is false).
+bool grow_until_refused(DynArray<int>& a, std::size_t cap, bool* intact) {
+  bool refused = false;
+  try {
+    while (a.size() * sizeof(int) < cap)
+      a.push_back(static_cast<int>(a.size()));
+    std::printf("no refusal up to %zu MiB; ", cap >> 20);
+  } catch (const OsAllocationError& e) {
+    std::printf("refused at %zu MiB: %s; ", (a.size() * sizeof(int)) >> 20, e.what());
+    refused = true;
+  }
+  *intact = test::first_wrong(
+                a.size(), [&](std::size_t i) { return a[i] == static_cast<int>(i); }) == a.size();
+  return refused;
+}
+
+#if !defined(_WIN32)
+// Makes every open() fail with EMFILE from here on (a lower descriptor limit, filled).
+bool exhaust_descriptors() {
+  struct rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
+  lim.rlim_cur = std::min<rlim_t>(lim.rlim_cur, 256);
+  if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
+  for (int i = 0; i < 4096; ++i) {
+    if (::open("/dev/null", O_RDONLY | O_CLOEXEC) < 0) return errno == EMFILE;
+  }
+  return false;
+}
+#endif
+
+// A limit set by hand (the resident set + 96 MiB) is read once; then every reading of the memory
+// in use fails: growth must still stop at the limit.
+RESERVOIR_CHILD("failures.limit_unreadable.by_hand") {
+  const std::size_t rss = pal::current_rss();
+  if (rss == 0) return kNotHere;
+  constexpr std::size_t kRoom = std::size_t{96} << 20;
+  reservoir::set_memory_limit(rss + kRoom);
+  DynArray<int> a;
+  bool intact = false;
+  if (grow_until_refused(a, std::size_t{16} << 20, &intact) || !intact) return 2;
+  test::FaultGuard unreadable(pal::Op::stats, 0, 1'000'000'000);
+  const bool refused = grow_until_refused(a, std::size_t{256} << 20, &intact);
+  std::printf("grew to %zu MiB\n", (a.size() * sizeof(int)) >> 20);
+  if (!refused) return 3;
+  if (!intact) return 4;
+  return a.size() * sizeof(int) <= kRoom ? 0 : 5;
+}
+
+#if defined(__linux__)
+// In a 256 MiB cgroup whose limit was read, the readings then fail (`emfile`: the process runs
+// out of descriptors; otherwise injected): growth must be refused, not killed.
+int cgroup_limit_unreadable(bool emfile) {
+  if (!join_cgroup()) return 2;
+  DynArray<int> a;
+  bool intact = false;
+  if (grow_until_refused(a, std::size_t{32} << 20, &intact) || !intact) return 3;
+  if (reservoir::memory_limit_headroom() == reservoir::kMemoryLimitOff) return 4;  // not read
+  if (emfile) {
+    if (!exhaust_descriptors()) return kNotHere;
+  } else {
+    pal::testing::fail(pal::Op::stats, 0, 1'000'000'000, pal::testing::out_of_memory_error());
+  }
+  const bool refused = grow_until_refused(a, std::size_t{1} << 30, &intact);
+  std::printf("grew to %zu MiB\n", (a.size() * sizeof(int)) >> 20);
+  if (!refused) return 5;
+  return intact ? 0 : 6;
+}
+
+RESERVOIR_CHILD("failures.limit_unreadable.cgroup_emfile") {
+  return cgroup_limit_unreadable(true);
+}
+RESERVOIR_CHILD("failures.limit_unreadable.cgroup_injected") {
+  return cgroup_limit_unreadable(false);
+}
+#endif
+
+}  // namespace
+
 TEST_SUITE("failures") {
   TEST_CASE("commit means commit: by default a write past committed() faults") {
     CHECK_FALSE(reservoir::open_pool_chunks());
-    for (const char* name :
+    for (const std::string name :
          {"failures.write_past_commit.arena", "failures.write_past_commit.dynarray"}) {
       CAPTURE(name);
       const test::ProcessResult r = test::run_child(name);
       CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
     }
   }
-}
 
-}  // namespace
+#if defined(__linux__)
+  TEST_CASE("mlockall in a 1 GiB cgroup: a default array lives where std::vector does") {
+    if (kSanitized || test::under_valgrind()) {
+      MESSAGE("skipped under the sanitizers and valgrind: locking their own mappings");
+      return;
+    }
+    // Each in a cgroup of its own: a failure is a memory-cgroup kill there, not the machine's.
+    run_in_cgroup({"failures.mlock_future.vector", "failures.mlock_future.dynarray",
+                   "failures.mlock_current.vector", "failures.mlock_current.dynarray"},
+                  std::size_t{1} << 30);
+  }
+
+  TEST_CASE("RLIMIT_DATA lowered after the first default array: malloc, vector, thread work") {
+    if (kSanitized || test::under_valgrind()) {
+      MESSAGE("skipped under the sanitizers and valgrind: their own mappings need the data limit");
+      return;
+    }
+    for (const char* name : {"failures.data_limit.vector", "failures.data_limit.dynarray"})
+      check_child(name, test::run_child(name));
+  }
+#endif
+
+#if !defined(_WIN32)
+  TEST_CASE("MADV_POPULATE_WRITE refused with EINVAL, EPERM or ENOSYS: arrays grow by touching") {
+    // 16 MiB of ints: many populated steps past the first 64 KiB in every kind of array.
+    constexpr std::size_t kInts = std::size_t{4} << 20;
+    {
+      std::vector<int> v;
+      CHECK(append_and_check(v, kInts));  // the same body, where nothing is populated
+    }
+    for (const int err : {EINVAL, EPERM, ENOSYS}) {
+      CAPTURE(err);
+      const std::error_code refusal(err, std::generic_category());
+      const std::uint64_t before = pal::testing::calls(pal::Op::prefault);
+      test::FaultGuard guard(pal::Op::prefault, 0, 1'000'000, refusal);
+      DynArray<int> fresh;  // a default array
+      CHECK(append_and_check(fresh, kInts));
+      DynArray<int> bounded{reservoir::max_elements(kInts)};
+      CHECK(append_and_check(bounded, kInts));
+      reservoir::ConcurrentDynArray<int> shared{reservoir::max_elements(kInts)};
+      CHECK(append_and_check(shared, kInts));
+      CHECK(pal::testing::calls(pal::Op::prefault) - before >= 3);  // the seam was asked
+    }
+    // ENOMEM still means the memory cannot be had: the step is refused, nothing is lost.
+    DynArray<int> a;
+    REQUIRE(append_and_check(a, 1000));
+    {
+      test::FaultGuard guard(pal::Op::prefault, 0, 1'000'000, pal::testing::out_of_memory_error());
+      try {
+        for (std::size_t i = 1000; i < kInts; ++i)
+          a.push_back(static_cast<int>(i));
+        FAIL("no refusal while every populate says ENOMEM");
+      } catch (const OsAllocationError&) {
+      }
+    }
+    CHECK(test::first_wrong(a.size(), [&](std::size_t i) { return a[i] == static_cast<int>(i); }) ==
+          a.size());
+  }
+#endif
+
+  TEST_CASE("a memory limit read once still stands when it can no longer be read") {
+    const char* name = "failures.limit_unreadable.by_hand";
+    const test::ProcessResult r = test::run_child(name);
+    MESSAGE(r.output);
+    check_child(name, r);
+#if defined(__linux__)
+    if (kSanitized || test::under_valgrind()) {
+      MESSAGE(
+          "cgroup part skipped under the sanitizers and valgrind: their memory is not the data's");
+      return;
+    }
+    // In a cgroup of 256 MiB: refused near 246 MiB instead of killed by the memory cgroup.
+    run_in_cgroup(
+        {"failures.limit_unreadable.cgroup_emfile", "failures.limit_unreadable.cgroup_injected"},
+        std::size_t{256} << 20);
+#endif
+  }
+}

@@ -49,11 +49,13 @@ std::int64_t now_ns() noexcept {
       .count();
 }
 
-// A fresh reading of the limit in force; false if there is none.
+// A fresh reading of the limit in force; false if there is none. m->unreadable: the OS would not
+// tell now (a limit set by hand: the resident set could not be read).
 bool read_memory_limit(std::size_t setting, pal::MemoryLimit* m) {
   if (setting == kMemoryLimitAuto) return pal::memory_limit(m);
   m->limit = setting;
   m->usage = pal::current_rss();
+  m->unreadable = m->usage == 0;
   m->source = "reservoir::set_memory_limit";
   return true;
 }
@@ -71,7 +73,11 @@ std::int64_t clamp(std::size_t v) noexcept {
 
 // Takes a reading with `refresh` held and the headroom marked kUnknown; returns the headroom it
 // leaves (kUnlimited if no limit applies) before `own` bytes of the caller's are charged.
-std::int64_t take_reading(LimitState& st, std::size_t setting, std::int64_t own) noexcept {
+// `previous` is the headroom the reading replaces (kUnknown if none): where the OS cannot tell
+// now (a failed read, as when the process has no file descriptor left), a limit known before
+// still stands, less what was charged since, never "no limit".
+std::int64_t take_reading(LimitState& st, std::size_t setting, std::int64_t own,
+                          std::int64_t previous) noexcept {
   // In flight is read before the usage: a step populated in between is counted twice (on the
   // safe side), never not at all.
   const std::int64_t others = std::max<std::int64_t>(st.in_flight.load() - own, 0);
@@ -83,6 +89,7 @@ std::int64_t take_reading(LimitState& st, std::size_t setting, std::int64_t own)
     limited = false;
   }
   st.read_at_ns.store(now_ns(), std::memory_order_relaxed);
+  if (m.unreadable && previous != kUnknown && previous < kUnlimited / 2) return previous;
   if (!limited) {
     st.refresh_below.store(0, std::memory_order_relaxed);
     return kUnlimited;
@@ -148,8 +155,8 @@ bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept {
     *charged = static_cast<std::size_t>(n);
     return true;
   }
-  st.headroom.store(kUnknown);
-  const std::int64_t fresh = take_reading(st, setting, n);
+  const std::int64_t previous = st.headroom.exchange(kUnknown);
+  const std::int64_t fresh = take_reading(st, setting, n, previous);
   if (n > fresh) {
     st.headroom.store(fresh);
     st.in_flight.fetch_sub(n);
@@ -263,8 +270,8 @@ std::size_t memory_limit_headroom() noexcept {
   const std::size_t setting = st.setting.load(std::memory_order_relaxed);
   if (setting == kMemoryLimitOff) return kMemoryLimitOff;
   std::lock_guard lock(st.refresh);
-  st.headroom.store(kUnknown);
-  const std::int64_t h = take_reading(st, setting, 0);
+  const std::int64_t previous = st.headroom.exchange(kUnknown);
+  const std::int64_t h = take_reading(st, setting, 0, previous);
   st.headroom.store(h);
   if (h >= kUnlimited / 2) return kMemoryLimitOff;
   return h > 0 ? static_cast<std::size_t>(h) : 0;

@@ -22,6 +22,8 @@ namespace reservoir::pal {
 // `advise` is advise_huge_pages() and unadvise_huge_pages() (hints: callers ignore their failure;
 // counted all the same).
 // reserve_open() counts as `reserve`, discard() as `decommit`, guard() as `guard`.
+// An error injected into `prefault` is judged as the OS's own would be (POSIX: EINVAL, EPERM and
+// ENOSYS become std::errc::not_supported, the caller's cue to touch the pages instead).
 // `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
 // build). Injected with ENOMEM (the default) it first unmaps the range, as POSIX allows a failed
 // MAP_FIXED call to have done, so the test sees the worst case; with any other error the mapping

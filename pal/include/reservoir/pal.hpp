@@ -88,8 +88,10 @@ std::error_code guard(void* addr, std::size_t size) noexcept;
 std::error_code discard(void* addr, std::size_t size) noexcept;
 
 // Asks the OS to back a committed range with RAM now instead of on first touch (Linux 5.14+:
-// MADV_POPULATE_WRITE). Returns std::errc::not_supported where the OS cannot; callers may fall back
-// to touching the pages. Contents are unchanged.
+// MADV_POPULATE_WRITE). Returns std::errc::not_supported where the OS cannot or will not (no such
+// call, a kernel without the advice, a sandbox refusing it with EPERM or ENOSYS); callers may fall
+// back to touching the pages. Other errors (ENOMEM) mean the memory cannot be had. Contents are
+// unchanged.
 std::error_code prefault(void* addr, std::size_t size) noexcept;
 
 // Asks for transparent huge pages on [addr, addr+size) (Linux MADV_HUGEPAGE). A hint; returns
@@ -141,12 +143,15 @@ void yield_thread() noexcept;
 // ancestor's, found through /proc/self/cgroup and /proc/self/mountinfo. `usage` excludes the
 // cgroup's inactive file cache, which the kernel reclaims before it kills anything.
 struct MemoryLimit {
-  std::size_t limit = 0;  // bytes the cgroup may use
-  std::size_t usage = 0;  // bytes it uses now (its working set)
-  std::string source;     // the file the limit came from, for messages
+  std::size_t limit = 0;    // bytes the cgroup may use
+  std::size_t usage = 0;    // bytes it uses now (its working set)
+  std::string source;       // the file the limit came from, for messages
+  bool unreadable = false;  // with false returned: the files could not be read (no descriptor or
+                            // memory left), so whether a limit is set is not known
 };
-// True and *out filled if a limit is set; false if none is (or none can be read, or on an OS
-// without cgroups; Windows job-object limits already make VirtualAlloc's commit fail).
+// True and *out filled if a limit is set; false if none is (or none can be read, and then
+// out->unreadable is set; or on an OS without cgroups; Windows job-object limits already make
+// VirtualAlloc's commit fail).
 bool memory_limit(MemoryLimit* out) noexcept;
 
 // ---- per-thread values --------------------------------------------------------------------------
