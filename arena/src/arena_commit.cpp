@@ -37,15 +37,11 @@ HugePages huge_pages() noexcept {
 }
 
 bool huge_pages_in_effect() noexcept {
-  switch (huge_pages()) {
-    case HugePages::off:
-      return false;
-    case HugePages::on:
-      return pal::transparent_huge_pages();
-    case HugePages::automatic:
-      break;
-  }
-  return pal::transparent_huge_pages() && !pal::host_reclaims_free_pages();
+  const HugePages mode = huge_pages();
+  if (mode == HugePages::off) return false;
+  const pal::Capabilities machine = pal::capabilities();
+  return machine.transparent_huge_pages &&
+         (mode == HugePages::on || !machine.host_reclaims_free_pages);
 }
 
 // ---- committing ---------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include <reservoir/pal.hpp>
+
 #if RESERVOIR_HAS_ARENA_RESOURCE
 
 namespace reservoir {

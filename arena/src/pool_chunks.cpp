@@ -40,24 +40,20 @@
 namespace reservoir::detail {
 namespace {
 
-// A large class's first chunk holds this many slots, each later one twice the previous, up to
-// kMaxLargeChunkSlots and kMaxLargeChunkBytes. A new chunk costs about a dozen system calls (on
-// Linux the open-chunk checks read two /proc files), several times a default array's own cost,
-// so on Linux, where a chunk is one read-write MAP_NORESERVE mapping that costs nothing until
-// touched, the caps are large: 64 GiB slots up to 31 to a chunk, 1 GiB and 64 MiB slots up to 256.
-// Elsewhere a chunk is not free in proportion to its size: XNU splits an anonymous mapping into
-// 128 MiB map entries, FreeBSD charges swap for the whole object at the first mprotect of a
-// clipped entry, Wine keeps a byte per reserved page (64 MiB for 256 GiB): there the caps are
-// 256 GiB and 64 slots (64 GiB slots: 3 to a chunk). The byte cap also bounds the spare address
-// space a class can hold.
+// A large class's first chunk holds this many slots, each later one twice the previous, up to a
+// cap of slots and of bytes. A new chunk costs about a dozen system calls (on Linux the
+// open-chunk checks read two /proc files), several times a default array's own cost, so where a
+// reservation costs the same whatever its size (pal::Capabilities::size_free_reservations) the
+// caps are large: 64 GiB slots up to 31 to a chunk, 1 GiB and 64 MiB slots up to 256. Elsewhere
+// a chunk's cost grows with its size, and the caps are 256 GiB and 64 slots (64 GiB slots: 3 to
+// a chunk). The byte cap also bounds the spare address space a class can hold.
 constexpr std::size_t kFirstLargeChunkSlots = 2;
-#if defined(__linux__)
-constexpr std::size_t kMaxLargeChunkSlots = 256;
-constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 41 : 30);
-#else
-constexpr std::size_t kMaxLargeChunkSlots = 64;
-constexpr std::size_t kMaxLargeChunkBytes = std::size_t{1} << (k64Bit ? 38 : 30);
-#endif
+struct LargeChunkCaps {
+  std::size_t slots;
+  std::size_t bytes;
+};
+constexpr LargeChunkCaps kSizeFreeCaps{256, std::size_t{1} << (k64Bit ? 41 : 30)};
+constexpr LargeChunkCaps kSizedCaps{64, std::size_t{1} << (k64Bit ? 38 : 30)};
 constexpr std::size_t kLargeChunkShare = 16;
 
 // A class's first chunk spans about 2 MiB, each later one twice the previous, up to 64 MiB: a
@@ -133,11 +129,11 @@ std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noex
 // The next chunk size after one of `now`: twice as large, up to the class's cap.
 std::size_t next_chunk(std::size_t k, std::size_t now) noexcept {
   if (!is_large(k)) return std::min(kMaxChunkBytes, now * 2);
-  const std::size_t most =
-      std::min(kMaxLargeChunkBytes, pal::address_space_size() / kLargeChunkShare);
-  const std::size_t cap =
-      std::max(kFirstLargeChunkSlots,
-               std::min(kMaxLargeChunkSlots, (most - pal::page_size()) / stride_of(k)));
+  const pal::Capabilities machine = pal::capabilities();
+  const LargeChunkCaps caps = machine.size_free_reservations ? kSizeFreeCaps : kSizedCaps;
+  const std::size_t most = std::min(caps.bytes, pal::address_space_size() / kLargeChunkShare);
+  const std::size_t cap = std::max(kFirstLargeChunkSlots,
+                                   std::min(caps.slots, (most - machine.page_size) / stride_of(k)));
   return std::min(cap, now * 2);
 }
 

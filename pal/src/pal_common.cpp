@@ -1,4 +1,5 @@
-// OS-independent parts of pal: the fault-injection seam and error descriptions.
+// OS-independent parts of pal: the capabilities struct, the fault-injection seam and error
+// descriptions.
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -31,6 +32,18 @@ FaultSlot& slot(Op op) noexcept {
 }
 
 }  // namespace
+
+Capabilities capabilities() noexcept {
+  Capabilities c;
+  c.page_size = page_size();
+  c.allocation_granularity = allocation_granularity();
+  c.transparent_huge_pages = transparent_huge_pages();
+  c.host_reclaims_free_pages = c.transparent_huge_pages && host_reclaims_free_pages();
+#if defined(__linux__)
+  c.size_free_reservations = true;
+#endif
+  return c;
+}
 
 namespace detail {
 

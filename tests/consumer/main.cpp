@@ -20,7 +20,7 @@ int main() {
   }
   reservoir::ArenaResource resource(1u << 20);
   std::pmr::vector<int> numbers({1, 2, 3}, &resource);
-  std::printf("consumer: %zu views valid, page size %zu, pmr sum %d\n", views.size(),
-              reservoir::pal::page_size(), numbers[0] + numbers[1] + numbers[2]);
+  std::printf("consumer: %zu views valid, commit granule %zu, pmr sum %d\n", views.size(),
+              resource.arena().commit_granule(), numbers[0] + numbers[1] + numbers[2]);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <reservoir/pal.hpp>
 #include <reservoir/reservoir.hpp>
 
 namespace {

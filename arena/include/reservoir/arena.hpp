@@ -17,7 +17,6 @@
 #include <reservoir/arena_errors.hpp>
 #include <reservoir/growth_policy.hpp>
 #include <reservoir/memory_limit.hpp>
-#include <reservoir/pal.hpp>
 #include <reservoir/reservations.hpp>
 
 namespace reservoir {

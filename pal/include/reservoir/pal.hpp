@@ -1,5 +1,8 @@
 // reservoir/pal.hpp - the platform abstraction layer: the only code that calls the OS.
 //
+// Internal to reservoir: this header is not installed, and no public header includes it. The
+// library's sources, its tests and its bench use it; programs that use reservoir do not.
+//
 // One contract, two implementations: pal/src/pal_posix.cpp (Linux, macOS, FreeBSD) and
 // pal/src/pal_windows.cpp, chosen once in CMakeLists.txt. Every function is noexcept, never prints,
 // never aborts, and reports OS failures as a std::error_code carrying errno / GetLastError().
@@ -32,6 +35,25 @@ std::size_t page_size() noexcept;
 
 // The alignment and size unit of a reservation: 64 KiB on Windows, the page size elsewhere.
 std::size_t allocation_granularity() noexcept;
+
+// ---- what the library learns of the machine ----------------------------------------------------
+
+// Every fact about the machine and the OS that reservoir's policies depend on, in one struct. Each
+// is read from the OS once, on first use, and kept; the pal::testing seam may force the page size
+// and the huge-page answers, and the struct reports what is forced.
+struct Capabilities {
+  std::size_t page_size = 0;               // page_size()
+  std::size_t allocation_granularity = 0;  // allocation_granularity()
+  bool transparent_huge_pages = false;     // transparent_huge_pages()
+  bool host_reclaims_free_pages = false;   // host_reclaims_free_pages(), asked only with THP
+  // A reservation costs the OS the same whatever its size, so a pool may reserve chunks of
+  // terabytes: Linux (an anonymous MAP_NORESERVE mapping is one mapping, charged nothing until
+  // touched). Elsewhere a reservation's cost grows with its size: XNU splits an anonymous mapping
+  // into 128 MiB map entries, FreeBSD charges swap for the whole object at the first mprotect of a
+  // clipped entry, Wine keeps a byte per reserved page.
+  bool size_free_reservations = false;
+};
+Capabilities capabilities() noexcept;
 
 // ---- address space -----------------------------------------------------------------------------
 
