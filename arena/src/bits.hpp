@@ -54,7 +54,7 @@ inline void poison([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t 
 
 // value % unit and value / unit for a unit > 0: a mask and a shift where the unit is a power of
 // two (page sizes, allocation granularities and nearly every commit granule are), a division
-// otherwise: a 64-bit division costs tens of cycles on paths that run at every array.
+// otherwise: a 64-bit division is slow on paths that run at every array.
 // (Not std::has_single_bit: without a popcount instruction in the baseline ISA it is a call.)
 inline bool power_of_two(std::size_t unit) noexcept {
   return (unit & (unit - 1)) == 0;

@@ -14,7 +14,7 @@ namespace reservoir::detail {
 // refund() gives back a charge whose commit failed.
 
 // Charges `populated` bytes about to be backed; true if they fit (or no limit applies).
-// *charged is what was taken (0 when nothing is checked): what refund/credit may give back.
+// *charged is what was taken (0 when nothing is checked): what a refund may give back.
 bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept;
 // Both checks of a commit step of `committed` bytes, `populated` of them backed at once:
 // machine_can_back(), then memory_limit_charge(); the Refusal if either says no.

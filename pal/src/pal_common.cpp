@@ -47,6 +47,17 @@ Capabilities capabilities() noexcept {
 
 namespace detail {
 
+std::string error_name_in(int value, const ErrorName* names, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (names[i].value == value) return names[i].name;
+  }
+  return "error " + std::to_string(value);
+}
+
+}  // namespace detail
+
+namespace detail {
+
 std::size_t page_size_override() noexcept {
   return g_page_size_override.load(std::memory_order_relaxed);
 }

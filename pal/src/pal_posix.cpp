@@ -56,9 +56,6 @@
 namespace reservoir::pal {
 namespace {
 
-using detail::injected_failure;
-using detail::os_error;
-
 std::error_code last_error() noexcept {
   return os_error(errno);
 }
@@ -329,7 +326,8 @@ std::atomic<int> g_guard_install{-1};
 }  // namespace
 #endif
 
-std::error_code reserve_open(std::size_t size, void** out) noexcept {
+std::error_code reserve_open([[maybe_unused]] std::size_t size,
+                             [[maybe_unused]] void** out) noexcept {
 #if RESERVOIR_PAL_LINUX
   if (testing::open_reservations_refused()) return std::make_error_code(std::errc::not_supported);
   // Strict overcommit charges a writable private mapping in full, MAP_NORESERVE or not. Read at
@@ -367,13 +365,11 @@ std::error_code reserve_open(std::size_t size, void** out) noexcept {
   *out = p;
   return {};
 #else
-  (void)size;
-  (void)out;
-  return std::make_error_code(std::errc::not_supported);
+  return std::make_error_code(std::errc::not_supported);  // no open reservations here
 #endif
 }
 
-std::error_code guard(void* addr, std::size_t size) noexcept {
+std::error_code guard([[maybe_unused]] void* addr, [[maybe_unused]] std::size_t size) noexcept {
   std::error_code ec;
   if (injected_failure(Op::guard, &ec)) return ec;
 #if RESERVOIR_PAL_LINUX
@@ -388,9 +384,7 @@ std::error_code guard(void* addr, std::size_t size) noexcept {
   if (::mprotect(addr, size, PROT_NONE) != 0) return last_error();
   return {};
 #else
-  (void)addr;
-  (void)size;
-  return std::make_error_code(std::errc::not_supported);
+  return std::make_error_code(std::errc::not_supported);  // guard() serves open reservations
 #endif
 }
 
@@ -474,20 +468,21 @@ void yield_thread() noexcept {
   (void)::sched_yield();  // cannot fail on Linux, macOS or FreeBSD
 }
 
-std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
-#if defined(MADV_HUGEPAGE)
-  return linux_advice(Op::advise, addr, size, MADV_HUGEPAGE);
+// The huge-page advice, or -1 where this system's headers lack it (linux_advice: not supported).
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+constexpr int kAdviseHuge = MADV_HUGEPAGE;
+constexpr int kAdviseNoHuge = MADV_NOHUGEPAGE;
 #else
-  return linux_advice(Op::advise, addr, size, -1);
+constexpr int kAdviseHuge = -1;
+constexpr int kAdviseNoHuge = -1;
 #endif
+
+std::error_code advise_huge_pages(void* addr, std::size_t size) noexcept {
+  return linux_advice(Op::advise, addr, size, kAdviseHuge);
 }
 
 std::error_code unadvise_huge_pages(void* addr, std::size_t size) noexcept {
-#if defined(MADV_NOHUGEPAGE)
-  return linux_advice(Op::advise, addr, size, MADV_NOHUGEPAGE);
-#else
-  return linux_advice(Op::advise, addr, size, -1);
-#endif
+  return linux_advice(Op::advise, addr, size, kAdviseNoHuge);
 }
 
 bool transparent_huge_pages() noexcept {
@@ -563,33 +558,14 @@ const std::error_category& os_category() noexcept {
 }
 
 std::string error_name(const std::error_code& ec) {
-  if (ec.category() == std::system_category() || ec.category() == std::generic_category()) {
-    switch (ec.value()) {
-      case ENOMEM:
-        return "ENOMEM";
-      case EINVAL:
-        return "EINVAL";
-      case EACCES:
-        return "EACCES";
-      case EAGAIN:
-        return "EAGAIN";
-      case EPERM:
-        return "EPERM";
-      case EFAULT:
-        return "EFAULT";
-      case ENOTSUP:
-        return "ENOTSUP";
-      case ENOENT:
-        return "ENOENT";
-      case EOVERFLOW:
-        return "EOVERFLOW";
-      case EBADF:
-        return "EBADF";
-      default:
-        break;
-    }
-  }
-  return "error " + std::to_string(ec.value());
+  static constexpr detail::ErrorName kNames[] = {
+      RESERVOIR_ERROR_NAME(ENOMEM),  RESERVOIR_ERROR_NAME(EINVAL), RESERVOIR_ERROR_NAME(EACCES),
+      RESERVOIR_ERROR_NAME(EAGAIN),  RESERVOIR_ERROR_NAME(EPERM),  RESERVOIR_ERROR_NAME(EFAULT),
+      RESERVOIR_ERROR_NAME(ENOTSUP), RESERVOIR_ERROR_NAME(ENOENT), RESERVOIR_ERROR_NAME(EOVERFLOW),
+      RESERVOIR_ERROR_NAME(EBADF)};
+  const bool errno_value =
+      ec.category() == std::system_category() || ec.category() == std::generic_category();
+  return detail::error_name_in(ec.value(), kNames, errno_value ? std::size(kNames) : 0);
 }
 
 std::error_code testing::out_of_memory_error() noexcept {
@@ -680,18 +656,24 @@ struct CgroupDir {
   bool v2 = false;
 };
 
+// Calls f(line) for each line of text.
+template <class F>
+void for_each_line(const std::string& text, F f) {
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    f(text.substr(at, end - at));
+    at = end + 1;
+  }
+}
+
 bool find_memory_cgroup(CgroupDir* out, bool* failed) {
   // 1. Mount points: a cgroup2 mount, or a v1 cgroup mount whose options name "memory".
   std::string v1_mount, v2_mount;
-  const std::string mountinfo = read_small_file("/proc/self/mountinfo", failed);
-  for (std::size_t at = 0; at < mountinfo.size();) {
-    std::size_t end = mountinfo.find('\n', at);
-    if (end == std::string::npos) end = mountinfo.size();
-    const std::string line = mountinfo.substr(at, end - at);
-    at = end + 1;
+  for_each_line(read_small_file("/proc/self/mountinfo", failed), [&](const std::string& line) {
     // "id parent major:minor root mountpoint options ... - fstype source superoptions"
     const std::size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
+    if (dash == std::string::npos) return;
     std::size_t f = 0;
     std::string fields[5];
     for (int i = 0; i < 5 && f < dash; ++i) {
@@ -706,25 +688,20 @@ bool find_memory_cgroup(CgroupDir* out, bool* failed) {
       const std::string super = tail.substr(tail.rfind(' ') + 1);
       if (("," + super + ",").find(",memory,") != std::string::npos) v1_mount = fields[4];
     }
-  }
+  });
   // 2. This process's cgroup: "N:memory:/path" (v1) or "0::/path" (v2).
-  const std::string cgroup = read_small_file("/proc/self/cgroup", failed);
   std::string v1_path, v2_path;
-  for (std::size_t at = 0; at < cgroup.size();) {
-    std::size_t end = cgroup.find('\n', at);
-    if (end == std::string::npos) end = cgroup.size();
-    const std::string line = cgroup.substr(at, end - at);
-    at = end + 1;
+  for_each_line(read_small_file("/proc/self/cgroup", failed), [&](const std::string& line) {
     const std::size_t c1 = line.find(':');
     const std::size_t c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
-    if (c2 == std::string::npos) continue;
+    if (c2 == std::string::npos) return;
     const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1);
     if (controllers.empty()) {
       v2_path = line.substr(c2 + 1);
     } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
       v1_path = line.substr(c2 + 1);
     }
-  }
+  });
   // 3. v1's memory controller wins where it is mounted (hybrid systems mount an empty v2 too).
   if (!v1_mount.empty() && !v1_path.empty()) {
     *out = {v1_mount, v1_path, false};
@@ -740,7 +717,7 @@ bool find_memory_cgroup(CgroupDir* out, bool* failed) {
 }  // namespace
 #endif
 
-bool memory_limit(MemoryLimit* out) noexcept {
+bool memory_limit([[maybe_unused]] MemoryLimit* out) noexcept {
   out->unreadable = false;
   if (std::error_code ec; injected_failure(Op::stats, &ec)) {
     out->unreadable = true;
@@ -798,14 +775,13 @@ bool memory_limit(MemoryLimit* out) noexcept {
     return false;
   }
 #else
-  (void)out;
-  return false;
+  return false;  // no cgroups
 #endif
 }
 
 // ---- limits of the machine and the process, and fork ------------------------------------------
 
-bool machine_memory(MachineMemory* out) noexcept {
+bool machine_memory([[maybe_unused]] MachineMemory* out) noexcept {
   if (std::error_code ec; injected_failure(Op::stats, &ec)) return false;
 #if defined(__linux__)
   const CancellationOff no_cancel;
@@ -849,8 +825,7 @@ bool machine_memory(MachineMemory* out) noexcept {
   *out = m;
   return true;
 #else
-  (void)out;
-  return false;
+  return false;  // the machine's memory is not read here: no step is refused for it
 #endif
 }
 

@@ -19,9 +19,6 @@
 namespace reservoir::pal {
 namespace {
 
-using detail::injected_failure;
-using detail::os_error;
-
 std::error_code last_error() noexcept {
   return os_error(static_cast<int>(::GetLastError()));
 }
@@ -131,6 +128,16 @@ std::error_code release(void* addr, std::size_t /*size*/) noexcept {
   return {};
 }
 
+namespace {
+// An operation Windows does not have: counted (and refused if a test armed it), then
+// std::errc::not_supported.
+std::error_code not_supported(Op op) noexcept {
+  std::error_code ec;
+  if (injected_failure(op, &ec)) return ec;
+  return std::make_error_code(std::errc::not_supported);
+}
+}  // namespace
+
 // Windows commits inside a reservation without splitting anything and charges every committed
 // page against the commit limit at once: an open reservation would charge all of it.
 std::error_code reserve_open(std::size_t, void**) noexcept {
@@ -138,37 +145,25 @@ std::error_code reserve_open(std::size_t, void**) noexcept {
 }
 
 std::error_code guard(void*, std::size_t) noexcept {
-  std::error_code ec;
-  if (injected_failure(Op::guard, &ec)) return ec;
-  return std::make_error_code(std::errc::not_supported);
+  return not_supported(Op::guard);
 }
 
 std::error_code discard(void*, std::size_t) noexcept {
-  std::error_code ec;
-  if (injected_failure(Op::decommit, &ec)) return ec;
-  return std::make_error_code(std::errc::not_supported);
+  return not_supported(Op::decommit);
 }
 
-std::error_code prefault(void* addr, std::size_t size) noexcept {
-  std::error_code ec;
-  if (injected_failure(Op::prefault, &ec)) return ec;
-  (void)addr;
-  (void)size;
-  return std::make_error_code(std::errc::not_supported);  // callers touch the pages instead
+std::error_code prefault(void*, std::size_t) noexcept {
+  return not_supported(Op::prefault);  // callers touch the pages instead
 }
 
 std::error_code advise_huge_pages(void*, std::size_t) noexcept {
-  std::error_code ec;
-  if (injected_failure(Op::advise, &ec)) return ec;
   // Large pages on Windows need SeLockMemoryPrivilege and MEM_LARGE_PAGES at reservation time,
   // are committed whole when reserved and cannot be decommitted: not a growable reservation.
-  return std::make_error_code(std::errc::not_supported);
+  return not_supported(Op::advise);
 }
 
 std::error_code unadvise_huge_pages(void*, std::size_t) noexcept {
-  std::error_code ec;
-  if (injected_failure(Op::advise, &ec)) return ec;
-  return std::make_error_code(std::errc::not_supported);
+  return not_supported(Op::advise);
 }
 
 bool transparent_huge_pages() noexcept {
@@ -261,27 +256,13 @@ const std::error_category& os_category() noexcept {
 }
 
 std::string error_name(const std::error_code& ec) {
-  if (ec.category() == os_category()) {
-    switch (ec.value()) {
-      case ERROR_NOT_ENOUGH_MEMORY:
-        return "ERROR_NOT_ENOUGH_MEMORY";
-      case ERROR_OUTOFMEMORY:
-        return "ERROR_OUTOFMEMORY";
-      case ERROR_COMMITMENT_LIMIT:
-        return "ERROR_COMMITMENT_LIMIT";
-      case ERROR_INVALID_PARAMETER:
-        return "ERROR_INVALID_PARAMETER";
-      case ERROR_INVALID_ADDRESS:
-        return "ERROR_INVALID_ADDRESS";
-      case ERROR_ACCESS_DENIED:
-        return "ERROR_ACCESS_DENIED";
-      case ERROR_NOT_SUPPORTED:
-        return "ERROR_NOT_SUPPORTED";
-      default:
-        break;
-    }
-  }
-  return "error " + std::to_string(ec.value());
+  static constexpr detail::ErrorName kNames[] = {
+      RESERVOIR_ERROR_NAME(ERROR_NOT_ENOUGH_MEMORY), RESERVOIR_ERROR_NAME(ERROR_OUTOFMEMORY),
+      RESERVOIR_ERROR_NAME(ERROR_COMMITMENT_LIMIT),  RESERVOIR_ERROR_NAME(ERROR_INVALID_PARAMETER),
+      RESERVOIR_ERROR_NAME(ERROR_INVALID_ADDRESS),   RESERVOIR_ERROR_NAME(ERROR_ACCESS_DENIED),
+      RESERVOIR_ERROR_NAME(ERROR_NOT_SUPPORTED)};
+  const bool ours = ec.category() == os_category();
+  return detail::error_name_in(ec.value(), kNames, ours ? std::size(kNames) : 0);
 }
 
 std::error_code testing::out_of_memory_error() noexcept {

@@ -86,7 +86,7 @@ std::error_code release(void* addr, std::size_t size) noexcept;
 //
 // Committing a range inside a reservation changes its protection, and on Linux each committed
 // range amid inaccessible ones is a kernel mapping of its own: the call splits the reservation's
-// mapping (a few microseconds, and one more entry of vm.max_map_count). An open reservation is
+// mapping (a system call, and one more entry of vm.max_map_count). An open reservation is
 // readable and writable from the start, so ranges inside it need no commit; guard() makes the
 // pages between them fault, and discard() gives pages back without changing access.
 
@@ -133,8 +133,8 @@ bool transparent_huge_pages() noexcept;
 
 // True if this is a virtual machine whose hypervisor takes back the guest's free memory in 2 MiB
 // blocks (Linux: a virtio balloon with free page reporting). There a huge page is mostly a block
-// the host must fault in again, and measured first touches of 2 MiB pages cost more than the
-// same memory in 4 KiB pages (docs/big-arrays.md). Read once. False on other OSes.
+// the host must fault in again, and first touches of 2 MiB pages cost more than the same memory
+// in 4 KiB pages (figures: docs/big-arrays.md). Read once. False on other OSes.
 bool host_reclaims_free_pages() noexcept;
 
 // ---- process-wide memory barrier ---------------------------------------------------------------
@@ -142,8 +142,8 @@ bool host_reclaims_free_pages() noexcept;
 // An asymmetric fence: a thread whose side of a protocol must be cheap orders its accesses with a
 // compiler barrier alone, and the rare other side calls process_barrier(), which makes every
 // thread of the process that is running pass a full memory barrier before it returns (Linux:
-// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), tens of microseconds on a VM). Together the two
-// order like a full fence on both sides.
+// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), a system call that waits for every CPU). Together
+// the two order like a full fence on both sides.
 
 // True if process_barrier() works here; the first call registers the process for it (Linux 4.14+).
 // False on other systems: Windows' FlushProcessWriteBuffers is not used, since Wine 8, where the

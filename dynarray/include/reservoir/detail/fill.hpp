@@ -23,10 +23,9 @@ inline constexpr bool fillable_by_bytes =
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define RESERVOIR_FILL_REP_STOS 1
 // Fills with `rep stosq`: what glibc's memset does for byte values at these sizes, for a pattern
-// of 2, 4 or 8 bytes. The element loop compilers emit (16-byte stores at the baseline ISA) takes
-// 3x its time where the bytes fit in cache (4-16 KiB of ints) and 1.25x at 4 MB; past the
-// last-level cache it is the loop that is faster (4.5 against 5.7 ms for 40 MB on the machine
-// the figures come from), hence the window.
+// of 2, 4 or 8 bytes. The element loop compilers emit (16-byte stores at the baseline ISA) is
+// slower where the bytes fit in cache; past the last-level cache it is the loop that is faster,
+// hence the window (figures: docs/design.md, "Figures behind the constants").
 inline constexpr std::size_t kRepStosMinBytes = std::size_t{1} << 10;
 inline constexpr std::size_t kRepStosMaxBytes = std::size_t{16} << 20;
 

@@ -12,7 +12,7 @@
 
 namespace reservoir::detail {
 
-// A spin-wait hint to the CPU (x86 pause, Arm yield): tens of cycles that leave the core's
+// A spin-wait hint to the CPU (x86 pause, Arm yield): a short wait that leaves the core's
 // pipeline and memory system to others.
 inline void cpu_pause() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -29,12 +29,12 @@ inline void cpu_pause() noexcept {
 }
 
 // Pauses after a lost claim: the first wait, and the longest spun (a wait doubles after each
-// loss). About 25 ns a pause on current x86 (10-140 cycles depending on the CPU), so from about
-// 1 us to 25 us: long enough for the winner to append hundreds of elements with the counter's
-// line to itself. A thread that loses again after the longest spin yields its CPU instead of
-// spinning on: the winners are running (each loss means one claimed), and where threads outnumber
-// the cores, or a tool runs one thread at a time (valgrind), the CPU it would spin on is one they
-// need. With the CPU to itself, a yield returns at once, and the next loss yields again.
+// loss): long enough for the winner to append hundreds of elements with the counter's line to
+// itself (what a pause costs: docs/design.md, "Figures behind the constants"). A thread that loses
+// again after the longest spin yields its CPU instead of spinning on: the winners are running (each
+// loss means one claimed), and where threads outnumber the cores, or a tool runs one thread at a
+// time (valgrind), the CPU it would spin on is one they need. With the CPU to itself, a yield
+// returns at once, and the next loss yields again.
 inline constexpr unsigned kFirstBackoff = 64;
 inline constexpr unsigned kMaxSpin = 1024;
 
