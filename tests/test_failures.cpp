@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -359,6 +361,36 @@ RESERVOIR_CHILD("failures.limit_unreadable.cgroup_injected") {
 }
 #endif
 
+// ---- a thread on a low stack
+// -----------------------------------------------------------------------
+
+#if !defined(_WIN32)
+void* run_function(void* f) {
+  (*static_cast<std::function<void()>*>(f))();
+  return nullptr;
+}
+
+// Runs `body` on a thread whose stack is a 1 MiB mapping at 0x20000000 where that is free (a
+// hint: elsewhere if not); *stack gets where it went. False if the thread could not be made.
+bool run_on_low_stack(std::function<void()> body, std::uintptr_t* stack) {
+  constexpr std::size_t kStack = std::size_t{1} << 20;
+  void* p = ::mmap(reinterpret_cast<void*>(std::uintptr_t{0x20000000}), kStack,
+                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+  if (p == MAP_FAILED) return false;
+  *stack = reinterpret_cast<std::uintptr_t>(p);
+  pthread_attr_t attr;
+  bool ok = ::pthread_attr_init(&attr) == 0;
+  if (ok) {
+    pthread_t t;
+    ok = ::pthread_attr_setstack(&attr, p, kStack) == 0 &&
+         ::pthread_create(&t, &attr, &run_function, &body) == 0 && ::pthread_join(t, nullptr) == 0;
+    ::pthread_attr_destroy(&attr);
+  }
+  ::munmap(p, kStack);
+  return ok;
+}
+#endif
+
 }  // namespace
 
 TEST_SUITE("failures") {
@@ -449,4 +481,37 @@ TEST_SUITE("failures") {
         std::size_t{256} << 20);
 #endif
   }
+
+#if !defined(_WIN32)
+  TEST_CASE("a thread on a low stack counts the whole address space, for itself and for others") {
+    const std::size_t space = pal::address_space_size();
+    const auto default_max = [] {
+      DynArray<int> a;
+      a.push_back(1);
+      return a.max_size();
+    };
+    const bool full_here = default_max() == DynArray<int>::default_max_size();
+    std::size_t low_space = 0;
+    std::size_t low_max = 0;
+    std::uintptr_t stack = 0;
+    // Past the time a reading of the address space stands for (20 ms), so the thread takes one.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(run_on_low_stack(
+        [&] {
+          low_space = pal::address_space_size();
+          low_max = default_max();
+        },
+        &stack));
+    MESSAGE("the thread's stack was at " << reinterpret_cast<void*>(stack));
+    CHECK(low_space == space);
+    std::size_t next_max = 0;
+    std::thread([&] { next_max = default_max(); }).join();
+    if (full_here) {
+      CHECK(low_max == DynArray<int>::default_max_size());
+      CHECK(next_max == DynArray<int>::default_max_size());
+    } else {
+      MESSAGE("no full default reservation here (valgrind, RLIMIT_AS): sizes not compared");
+    }
+  }
+#endif
 }
