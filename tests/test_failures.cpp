@@ -10,12 +10,14 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -514,4 +516,61 @@ TEST_SUITE("failures") {
     }
   }
 #endif
+
+  TEST_CASE("destroyed arrays cached by live threads do not count as alive") {
+    const auto fresh_max = [] {
+      DynArray<int> a;
+      a.push_back(1);
+      return a.max_size();
+    };
+    if (fresh_max() != DynArray<int>::default_max_size()) {
+      MESSAGE("no full default reservation here (valgrind, RLIMIT_AS, TSan): not checked");
+      return;
+    }
+    // Threads each make and destroy a one-element default array, then stay alive (their pool
+    // caches keep the slot) while this thread makes a new one. 500: their cached slots (the first
+    // 256 of 64 GiB, then 1 GiB ones) are well past a quarter of a 128 TiB space's budget.
+    constexpr int kThreads = 500;
+    std::mutex m;
+    std::condition_variable cv;
+    int ready = 0;
+    bool done = false;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        {
+          DynArray<int> a;
+          a.push_back(t);
+        }
+        std::unique_lock lock(m);
+        ++ready;
+        cv.notify_all();
+        cv.wait(lock, [&] { return done; });
+      });
+    }
+    {
+      std::unique_lock lock(m);
+      cv.wait(lock, [&] { return ready == kThreads; });
+    }
+    DynArray<int> big;
+    big.push_back(1);
+    const std::size_t max = big.max_size();
+    bool grew = true;
+    try {
+      big.reserve((std::size_t{3} << 30) / sizeof(int));  // commits 3 GiB, backs its first step
+    } catch (const std::exception& e) {
+      MESSAGE(e.what());
+      grew = false;
+    }
+    {
+      std::lock_guard lock(m);
+      done = true;
+    }
+    cv.notify_all();
+    for (std::thread& th : threads)
+      th.join();
+    CHECK(max == DynArray<int>::default_max_size());
+    CHECK(grew);
+    CHECK(big[0] == 1);
+  }
 }

@@ -204,8 +204,8 @@ struct PoolCache {
   std::byte* sub[kPoolSubClassCount] = {};
   std::size_t bytes = 0;  // committed bytes in the slots above (a sub-page slot: its stride)
   // The address space of the large-class slots above (their strides): spare for the owner's own
-  // next default array (own_cached_spare), held for everyone else's. Read by the owner without
-  // the lock.
+  // next default array (own_cached_spare), held for everyone else's until reclaim_cached_spare
+  // gives it back to the pools. Read by the owner without the lock.
   std::atomic<std::size_t> spare{0};
 
   PoolCache() = default;
@@ -237,6 +237,12 @@ std::size_t pool_cache_bytes() noexcept;
 // The address space of the large-class slots in the calling thread's pool cache (PoolCache::spare):
 // what its next default array takes back, so not counted as held when its tier is chosen.
 std::size_t own_cached_spare() noexcept;
+// Gives the pool caches of the other threads that hold large-class slots back to the pools, within
+// the resident limit (and ended threads' caches, as a reap does): their address space then counts
+// as the pools' spare and their slots go to the next default arrays of any thread. Returns the
+// address space given back. Takes the registry's lock and walks every thread: for the rare choice
+// of a smaller tier, not for every array.
+std::size_t reclaim_cached_spare() noexcept;
 // Gives the cached pool slots of threads that have ended back to the pools, if any thread has
 // ended since the last time (one load otherwise). Called before a take goes to the pools.
 void reap_ended_threads() noexcept;

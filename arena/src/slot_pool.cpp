@@ -38,7 +38,9 @@
 // default array's tier smaller. A slot in a thread's cache (PoolCache) counts as spare for that
 // thread's own next default array only (own_cached_spare), as held for the others' (as it was a
 // moment before): a shared counter that every thread writes at every array would cost more than
-// the array (its cache line moving between cores), and a thread caches one slot a tier at most. A
+// the array (its cache line moving between cores), and a thread caches one slot a tier at most.
+// Before another thread's default array is given a smaller tier, the other threads' cached large
+// slots go back to the pools (reclaim_cached_spare), so live threads' caches never shrink it. A
 // large chunk the OS refuses is no error: the arena reserves a mapping of its own, as it would
 // without the pools; nor is one asked for under an address-space limit (RLIMIT_AS), where every
 // reserved slot would count against the limit.
