@@ -9,11 +9,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -359,6 +363,36 @@ RESERVOIR_CHILD("failures.limit_unreadable.cgroup_injected") {
 }
 #endif
 
+// ---- a thread on a low stack
+// -----------------------------------------------------------------------
+
+#if !defined(_WIN32)
+void* run_function(void* f) {
+  (*static_cast<std::function<void()>*>(f))();
+  return nullptr;
+}
+
+// Runs `body` on a thread whose stack is a 1 MiB mapping at 0x20000000 where that is free (a
+// hint: elsewhere if not); *stack gets where it went. False if the thread could not be made.
+bool run_on_low_stack(std::function<void()> body, std::uintptr_t* stack) {
+  constexpr std::size_t kStack = std::size_t{1} << 20;
+  void* p = ::mmap(reinterpret_cast<void*>(std::uintptr_t{0x20000000}), kStack,
+                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+  if (p == MAP_FAILED) return false;
+  *stack = reinterpret_cast<std::uintptr_t>(p);
+  pthread_attr_t attr;
+  bool ok = ::pthread_attr_init(&attr) == 0;
+  if (ok) {
+    pthread_t t;
+    ok = ::pthread_attr_setstack(&attr, p, kStack) == 0 &&
+         ::pthread_create(&t, &attr, &run_function, &body) == 0 && ::pthread_join(t, nullptr) == 0;
+    ::pthread_attr_destroy(&attr);
+  }
+  ::munmap(p, kStack);
+  return ok;
+}
+#endif
+
 }  // namespace
 
 TEST_SUITE("failures") {
@@ -448,5 +482,95 @@ TEST_SUITE("failures") {
         {"failures.limit_unreadable.cgroup_emfile", "failures.limit_unreadable.cgroup_injected"},
         std::size_t{256} << 20);
 #endif
+  }
+
+#if !defined(_WIN32)
+  TEST_CASE("a thread on a low stack counts the whole address space, for itself and for others") {
+    const std::size_t space = pal::address_space_size();
+    const auto default_max = [] {
+      DynArray<int> a;
+      a.push_back(1);
+      return a.max_size();
+    };
+    const bool full_here = default_max() == DynArray<int>::default_max_size();
+    std::size_t low_space = 0;
+    std::size_t low_max = 0;
+    std::uintptr_t stack = 0;
+    // Past the time a reading of the address space stands for (20 ms), so the thread takes one.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(run_on_low_stack(
+        [&] {
+          low_space = pal::address_space_size();
+          low_max = default_max();
+        },
+        &stack));
+    MESSAGE("the thread's stack was at " << reinterpret_cast<void*>(stack));
+    CHECK(low_space == space);
+    std::size_t next_max = 0;
+    std::thread([&] { next_max = default_max(); }).join();
+    if (full_here) {
+      CHECK(low_max == DynArray<int>::default_max_size());
+      CHECK(next_max == DynArray<int>::default_max_size());
+    } else {
+      MESSAGE("no full default reservation here (valgrind, RLIMIT_AS): sizes not compared");
+    }
+  }
+#endif
+
+  TEST_CASE("destroyed arrays cached by live threads do not count as alive") {
+    const auto fresh_max = [] {
+      DynArray<int> a;
+      a.push_back(1);
+      return a.max_size();
+    };
+    if (fresh_max() != DynArray<int>::default_max_size()) {
+      MESSAGE("no full default reservation here (valgrind, RLIMIT_AS, TSan): not checked");
+      return;
+    }
+    // Threads each make and destroy a one-element default array, then stay alive (their pool
+    // caches keep the slot) while this thread makes a new one. 500: their cached slots (the first
+    // 256 of 64 GiB, then 1 GiB ones) are well past a quarter of a 128 TiB space's budget.
+    constexpr int kThreads = 500;
+    std::mutex m;
+    std::condition_variable cv;
+    int ready = 0;
+    bool done = false;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        {
+          DynArray<int> a;
+          a.push_back(t);
+        }
+        std::unique_lock lock(m);
+        ++ready;
+        cv.notify_all();
+        cv.wait(lock, [&] { return done; });
+      });
+    }
+    {
+      std::unique_lock lock(m);
+      cv.wait(lock, [&] { return ready == kThreads; });
+    }
+    DynArray<int> big;
+    big.push_back(1);
+    const std::size_t max = big.max_size();
+    bool grew = true;
+    try {
+      big.reserve((std::size_t{3} << 30) / sizeof(int));  // commits 3 GiB, backs its first step
+    } catch (const std::exception& e) {
+      MESSAGE(e.what());
+      grew = false;
+    }
+    {
+      std::lock_guard lock(m);
+      done = true;
+    }
+    cv.notify_all();
+    for (std::thread& th : threads)
+      th.join();
+    CHECK(max == DynArray<int>::default_max_size());
+    CHECK(grew);
+    CHECK(big[0] == 1);
   }
 }

@@ -71,11 +71,25 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept {
   }
   const std::size_t set = g_budget.load(std::memory_order_relaxed);
   const std::size_t budget = set ? set : space ? space / 2 : address_space_budget();
-  const std::size_t reserved = reserved_address_space();
-  const std::size_t parked = std::min(
-      detail::parked_bytes() + detail::pool_spare_bytes() + detail::own_cached_spare(), reserved);
-  const std::size_t used = reserved - parked;  // what live arrays hold
-  if (used <= budget / 4 && preferred <= budget / 4 - used && preferred <= cap) return preferred;
+  // What live arrays hold: everything reserved but what is parked or spare in the pools, and the
+  // slots in the calling thread's pool cache (its next default array takes one back). Slots in
+  // other threads' caches hold no live array either: before a smaller tier is given, they go back
+  // to the pools, where they count as spare and this array can take one.
+  const auto held = [] {
+    const std::size_t reserved = reserved_address_space();
+    const std::size_t spare =
+        detail::parked_bytes() + detail::pool_spare_bytes() + detail::own_cached_spare();
+    return reserved - std::min(spare, reserved);
+  };
+  const auto full = [&](std::size_t used) {
+    return used <= budget / 4 && preferred <= budget / 4 - used && preferred <= cap;
+  };
+  std::size_t used = held();
+  if (full(used)) return preferred;
+  if (detail::reclaim_cached_spare() != 0) {
+    used = held();
+    if (full(used)) return preferred;
+  }
   const std::size_t small = std::min({preferred, kDefaultTierReduced, cap});
   if (used <= budget && small <= budget - used) return small;
   return std::min({preferred, kDefaultTierLeast, cap});

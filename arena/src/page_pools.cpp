@@ -7,7 +7,9 @@
 // spare address space for that thread's own next default array only (own_cached_spare), as held
 // for the others' (as it was a moment before): a shared counter that every thread writes at every
 // array would cost more than the array (its cache line moving between cores), and a thread caches
-// one slot a tier at most. Under an address-space limit (RLIMIT_AS) no large chunk is asked for:
+// one slot a tier at most. Before another thread's default array is given a smaller tier, the
+// other threads' cached large slots go back to the pools (reclaim_cached_spare), so live threads'
+// caches never shrink it. Under an address-space limit (RLIMIT_AS) no large chunk is asked for:
 // every reserved slot would count against the limit.
 //
 //

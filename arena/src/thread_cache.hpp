@@ -46,8 +46,8 @@ struct PoolCache {
   std::byte* sub[kPoolSubClassCount] = {};
   std::size_t bytes = 0;  // committed bytes in the slots above (a sub-page slot: its stride)
   // The address space of the large-class slots above (their strides): spare for the owner's own
-  // next default array (own_cached_spare), held for everyone else's. Read by the owner without
-  // the lock.
+  // next default array (own_cached_spare), held for everyone else's until reclaim_cached_spare
+  // gives it back to the pools. Read by the owner without the lock.
   std::atomic<std::size_t> spare{0};
 
   PoolCache() = default;

@@ -203,6 +203,21 @@ std::size_t own_cached_spare() noexcept {
   return slot != nullptr ? slot->pool.spare.load(std::memory_order_relaxed) : 0;
 }
 
+std::size_t reclaim_cached_spare() noexcept {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  reap_retired(r);  // ended threads' caches go back as their slots are freed
+  const ThreadSlot* const mine = my_slot(false);
+  std::size_t bytes = 0;
+  for (ThreadSlot* s = r.slots; s; s = s->next) {
+    const std::size_t spare = s->pool.spare.load(std::memory_order_relaxed);
+    if (s == mine || spare == 0) continue;
+    bytes += spare;
+    s->return_pool_slots(false);
+  }
+  return bytes;
+}
+
 void registry_lock_for_fork() noexcept {
   registry().mutex.lock();
 }

@@ -44,6 +44,9 @@
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #endif
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 #if defined(__APPLE__)
 #include <mach/mach.h>
@@ -158,6 +161,36 @@ std::size_t allocation_granularity() noexcept {
 
 // ---- address space -----------------------------------------------------------------------------
 
+#if !defined(__APPLE__)
+namespace {
+std::atomic<std::uintptr_t> g_user_stack_top{0};  // 0: not asked yet
+
+// An address in the process's initial stack, near its top: on Linux the auxiliary vector's
+// AT_RANDOM bytes, which the kernel puts there at exec; on FreeBSD the stack's top (kern.usrstack).
+// Where neither answers, the calling thread's stack stands in.
+std::uintptr_t user_stack_top() noexcept {
+  std::uintptr_t top = g_user_stack_top.load(std::memory_order_relaxed);
+  if (top != 0) return top;
+#if defined(__linux__)
+  top = static_cast<std::uintptr_t>(::getauxval(AT_RANDOM));
+#elif defined(__FreeBSD__)
+  int mib[2] = {CTL_KERN, KERN_USRSTACK};
+  unsigned long usrstack = 0;
+  std::size_t len = sizeof usrstack;
+  if (::sysctl(mib, 2, &usrstack, &len, nullptr, 0) == 0 && len == sizeof usrstack) {
+    top = static_cast<std::uintptr_t>(usrstack - 1);
+  }
+#endif
+  if (top == 0) {
+    int probe = 0;
+    return reinterpret_cast<std::uintptr_t>(&probe);  // not kept: another thread may ask better
+  }
+  g_user_stack_top.store(top, std::memory_order_relaxed);
+  return top;
+}
+}  // namespace
+#endif
+
 std::size_t address_space_size() noexcept {
 #if defined(__APPLE__)
   // Darwin says where user space ends (128 TiB on macOS, 63 GiB on iOS). Its arm64 main stack
@@ -165,9 +198,10 @@ std::size_t address_space_size() noexcept {
   std::size_t size = static_cast<std::size_t>(
       std::min<std::uint64_t>(MACH_VM_MAX_ADDRESS, std::numeric_limits<std::size_t>::max()));
 #else
-  // The stack sits just below the top of the user address space on Linux and FreeBSD.
-  int probe = 0;
-  const auto top = reinterpret_cast<std::uintptr_t>(&probe);
+  // The process's initial stack sits just below the top of the user address space on Linux and
+  // FreeBSD. The calling thread's own stack may be anywhere (pthread_attr_setstack), so it is not
+  // asked.
+  const std::uintptr_t top = user_stack_top();
   std::size_t size = top < (std::uintptr_t{1} << (sizeof(std::uintptr_t) * 8 - 1))
                          ? static_cast<std::size_t>(std::bit_ceil(top + 1))
                          : static_cast<std::size_t>(top);

@@ -43,8 +43,9 @@ std::size_t reservation_cache_size() noexcept;
 // Each thread keeps the last slot of each class (sub-page classes too) that it gave back, parked
 // as above, for its own next arena of that class: taking and returning it take no lock shared
 // with other threads, so threads that create and destroy arrays at once do not contend. Another
-// thread does not get that slot while its thread lives; when the thread has ended, its slots go
-// back to the pools (the next time any thread goes to them), and trim_pools() takes them from
+// thread does not get that slot while its thread lives (except a large slot, taken back into the
+// pools before a default array would be given a smaller tier); when the thread has ended, its slots
+// go back to the pools (the next time any thread goes to them), and trim_pools() takes them from
 // running threads too. A thread keeps pages in its cache only while the pools' parked bytes and
 // its own stay under the resident limit (so all threads' caches together may exceed it by what
 // each holds: at most one slot a class, each at most kPoolKeepPerSlot committed). A forked child

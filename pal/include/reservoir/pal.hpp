@@ -63,8 +63,9 @@ Capabilities capabilities() noexcept;
 std::error_code reserve(std::size_t size, void** out) noexcept;
 
 // The size of the user address space this process can reserve from: the span below the highest
-// user address (Linux, FreeBSD: the next power of two above the stack, which the kernel places at
-// the top, so 128 TiB on 47-bit x86-64 and arm64, 512 GiB on 39-bit arm64 kernels; macOS:
+// user address (Linux, FreeBSD: the next power of two above the process's initial stack, which
+// the kernel places at the top, whatever stack the calling thread runs on, so 128 TiB on 47-bit
+// x86-64 and arm64, 512 GiB on 39-bit arm64 kernels; macOS:
 // MACH_VM_MAX_ADDRESS, 128 TiB; Windows: lpMaximumApplicationAddress), lowered to RLIMIT_AS
 // where that is set. Never 0.
 std::size_t address_space_size() noexcept;
