@@ -98,7 +98,7 @@ std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   // 3. Backed (populate.hpp). If the OS cannot back the step now (MADV_POPULATE_WRITE says
   //    ENOMEM), a clean error rather than a first touch that meets the OOM killer: the commit is
   //    undone.
-  if (std::error_code ec = detail::populate(start, step.backed)) {
+  if (std::error_code ec = detail::populate(start, step.populated)) {
     (void)(open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
     detail::memory_limit_refund(charged);
     return ec;

@@ -100,9 +100,8 @@ inline std::byte* align_up(std::byte* p, std::size_t align) noexcept {
 // last committed byte, within `limit` (its slot): the end of what a discard must cover.
 inline std::size_t backed_end(const std::byte* base, std::size_t committed,
                               std::size_t limit) noexcept {
-  constexpr std::uintptr_t kHuge = kHugePageSize;
   const auto end = reinterpret_cast<std::uintptr_t>(base) + committed;
-  const std::uintptr_t huge_end = (end + kHuge - 1) & ~(kHuge - 1);
+  const std::uintptr_t huge_end = (end + kHugePageSize - 1) & ~std::uintptr_t{kHugePageSize - 1};
   return std::min<std::size_t>(committed + (huge_end - end), std::max(limit, committed));
 }
 

@@ -21,10 +21,10 @@
 namespace reservoir::detail {
 namespace {
 
-struct ThreadSlot : ThreadCache {
+struct ThreadEntry : ThreadCache {
   std::atomic<bool> retired{false};  // its thread has ended; the next reap frees it
-  ThreadSlot* prev = nullptr;        // the registry, guarded by its mutex
-  ThreadSlot* next = nullptr;
+  ThreadEntry* prev = nullptr;       // the registry, guarded by its mutex
+  ThreadEntry* next = nullptr;
 
   std::optional<Parked> take_parked() noexcept {
     lock();
@@ -47,8 +47,8 @@ struct ThreadSlot : ThreadCache {
 
 struct Registry {
   std::mutex mutex;
-  ThreadSlot* slots = nullptr;          // every live thread's slot (intrusive list), by mutex
-  std::atomic<std::size_t> retired{0};  // at least the slots of ended threads not yet reaped
+  ThreadEntry* threads = nullptr;       // every live thread's entry (intrusive list), by mutex
+  std::atomic<std::size_t> retired{0};  // at least the entries of ended threads not yet reaped
 };
 
 Registry& registry() noexcept {
@@ -56,41 +56,41 @@ Registry& registry() noexcept {
   return *r;
 }
 
-// Runs at the end of a thread that has a slot (the key's exit function). It takes no lock: on
+// Runs at the end of a thread that has an entry (the key's exit function). It takes no lock: on
 // Windows it may run while the process exits, after the other threads were stopped holding
 // whatever they held, and Wine runs it holding a lock every starting and ending thread takes. The
-// slot keeps what it holds (still counted) until the next reap. The count goes up first, so it
-// never reads 0 while a retired slot waits.
+// entry keeps what it holds (still counted) until the next reap. The count goes up first, so it
+// never reads 0 while a retired entry waits.
 //
 // It also leaves a marker as the thread's value, so that what runs later in the thread's exit
-// makes no new slot (my_cache): one made then might never be retired (Windows runs the exit
+// makes no new entry (my_cache): one made then might never be retired (Windows runs the exit
 // function once; its thread_local destructors may run after it), and what it cached would wait
 // for a trim. POSIX runs the exit function once more with the marker (glibc's next round), which
 // clears it: setting it again every round would run this in the last round too, after the
-// sanitizers have torn the thread down. A slot made in a later round is retired in the round
+// sanitizers have torn the thread down. An entry made in a later round is retired in the round
 // after it; only one made in the last round (glibc: the 4th) waits for trim_pools().
-char g_thread_ended;  // its address is the marker: never a slot
+char g_thread_ended;  // its address is the marker: never an entry
 void mark_thread_ended() noexcept;
 
-void retire_slot(void* p) noexcept {
+void retire_entry(void* p) noexcept {
   if (p == &g_thread_ended) return;
   mark_thread_ended();
   registry().retired.fetch_add(1, std::memory_order_relaxed);
-  static_cast<ThreadSlot*>(p)->retired.store(true, std::memory_order_release);
+  static_cast<ThreadEntry*>(p)->retired.store(true, std::memory_order_release);
 }
 
-// Unlinks and frees the slots of ended threads; their parked reservations move to the shared
+// Unlinks and frees the entries of ended threads; their parked reservations move to the shared
 // list (or back to the OS), and their cached pool slots go back to the pools (within the resident
 // limit, or as they are for a trim). Called with the mutex held.
 void reap_retired(Registry& r, bool keep_all_pool_slots = false) noexcept {
   if (r.retired.load(std::memory_order_relaxed) == 0) return;
-  for (ThreadSlot* s = r.slots; s;) {
-    ThreadSlot* const next = s->next;
+  for (ThreadEntry* s = r.threads; s;) {
+    ThreadEntry* const next = s->next;
     if (s->retired.load(std::memory_order_acquire)) {
       if (s->prev)
         s->prev->next = next;
       else
-        r.slots = next;
+        r.threads = next;
       if (next) next->prev = s->prev;
       r.retired.fetch_sub(1, std::memory_order_relaxed);
       s->return_pool_slots(keep_all_pool_slots);
@@ -101,57 +101,57 @@ void reap_retired(Registry& r, bool keep_all_pool_slots = false) noexcept {
   }
 }
 
-// The key that leads each thread to its slot; ok is false if the OS gave none, and then every
+// The key that leads each thread to its entry; ok is false if the OS gave none, and then every
 // thread uses the shared list.
-struct SlotKey {
+struct ThreadKeyHolder {
   pal::ThreadKey key;
   bool ok = false;
 };
-const SlotKey& slot_key() noexcept {
-  static const SlotKey k = [] {
-    SlotKey r;
-    r.ok = !pal::create_thread_key(&retire_slot, &r.key);
+const ThreadKeyHolder& thread_key() noexcept {
+  static const ThreadKeyHolder k = [] {
+    ThreadKeyHolder r;
+    r.ok = !pal::create_thread_key(&retire_entry, &r.key);
     return r;
   }();
   return k;
 }
 
 void mark_thread_ended() noexcept {
-  const SlotKey& k = slot_key();
+  const ThreadKeyHolder& k = thread_key();
   if (k.ok) (void)pal::set_thread_value(k.key, &g_thread_ended);  // refused: no worse than before
 }
 
-ThreadSlot* my_slot(bool create) noexcept {
-  const SlotKey& k = slot_key();
+ThreadEntry* my_entry(bool create) noexcept {
+  const ThreadKeyHolder& k = thread_key();
   if (!k.ok) return nullptr;
   void* const value = pal::thread_value(k.key);
   if (value == &g_thread_ended) return nullptr;
-  auto* slot = static_cast<ThreadSlot*>(value);
-  if (slot != nullptr || !create) return slot;
-  slot = new (std::nothrow) ThreadSlot;
-  if (slot == nullptr) return nullptr;
-  if (pal::set_thread_value(k.key, slot)) {
-    delete slot;
+  auto* entry = static_cast<ThreadEntry*>(value);
+  if (entry != nullptr || !create) return entry;
+  entry = new (std::nothrow) ThreadEntry;
+  if (entry == nullptr) return nullptr;
+  if (pal::set_thread_value(k.key, entry)) {
+    delete entry;
     return nullptr;
   }
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   reap_retired(r);  // so the registry holds the live threads and those ended since the last reap
-  slot->next = r.slots;
-  if (slot->next) slot->next->prev = slot;
-  r.slots = slot;
-  return slot;
+  entry->next = r.threads;
+  if (entry->next) entry->next->prev = entry;
+  r.threads = entry;
+  return entry;
 }
 
 // The registry and its thread key are made before main, while no other thread runs: a fork while
 // another thread ran a function-local static's initializer would leave the child waiting on that
 // static's guard for good.
-[[maybe_unused]] const bool g_made_before_main = (registry(), slot_key(), true);
+[[maybe_unused]] const bool g_made_before_main = (registry(), thread_key(), true);
 
 }  // namespace
 
 ThreadCache* my_cache(bool create) noexcept {
-  return my_slot(create);
+  return my_entry(create);
 }
 
 void reap_ended_threads() noexcept {
@@ -164,8 +164,8 @@ void reap_ended_threads() noexcept {
 void return_all_cached_slots() noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  reap_retired(r, true);  // ended threads' slots: their caches go back as they are freed
-  for (ThreadSlot* s = r.slots; s; s = s->next)
+  reap_retired(r, true);  // ended threads' entries: their caches go back as they are freed
+  for (ThreadEntry* s = r.threads; s; s = s->next)
     s->return_pool_slots(true);
 }
 
@@ -174,7 +174,7 @@ std::vector<Parked> take_all_parked() noexcept {
   std::lock_guard lock(r.mutex);
   reap_retired(r);
   std::vector<Parked> gone = take_parked_list();
-  for (ThreadSlot* s = r.slots; s; s = s->next) {
+  for (ThreadEntry* s = r.threads; s; s = s->next) {
     if (std::optional<Parked> p = s->take_parked()) {
       try {
         gone.push_back(*p);
@@ -190,7 +190,7 @@ std::size_t cached_pool_bytes() noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   std::size_t bytes = 0;
-  for (ThreadSlot* s = r.slots; s; s = s->next) {
+  for (ThreadEntry* s = r.threads; s; s = s->next) {
     s->lock();
     bytes += s->pool.bytes;
     s->unlock();
@@ -199,17 +199,17 @@ std::size_t cached_pool_bytes() noexcept {
 }
 
 std::size_t own_cached_spare() noexcept {
-  const ThreadSlot* const slot = my_slot(false);
-  return slot != nullptr ? slot->pool.spare.load(std::memory_order_relaxed) : 0;
+  const ThreadEntry* const entry = my_entry(false);
+  return entry != nullptr ? entry->pool.spare.load(std::memory_order_relaxed) : 0;
 }
 
 std::size_t reclaim_cached_spare() noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   reap_retired(r);  // ended threads' caches go back as their slots are freed
-  const ThreadSlot* const mine = my_slot(false);
+  const ThreadEntry* const mine = my_entry(false);
   std::size_t bytes = 0;
-  for (ThreadSlot* s = r.slots; s; s = s->next) {
+  for (ThreadEntry* s = r.threads; s; s = s->next) {
     const std::size_t spare = s->pool.spare.load(std::memory_order_relaxed);
     if (s == mine || spare == 0) continue;
     bytes += spare;
@@ -228,9 +228,9 @@ void registry_unlock_after_fork() noexcept {
 
 void registry_clean_up_in_child() noexcept {
   Registry& r = registry();
-  ThreadSlot* const mine = my_slot(false);
-  for (ThreadSlot* s = r.slots; s;) {
-    ThreadSlot* const next = s->next;
+  ThreadEntry* const mine = my_entry(false);
+  for (ThreadEntry* s = r.threads; s;) {
+    ThreadEntry* const next = s->next;
     if (s != mine) {
       // A cache its thread held busy may be half-written: what it holds is left out.
       if (!s->busy.test(std::memory_order_acquire)) {
@@ -245,7 +245,7 @@ void registry_clean_up_in_child() noexcept {
     }
     s = next;
   }
-  r.slots = mine;
+  r.threads = mine;
   if (mine) mine->prev = mine->next = nullptr;
   r.retired.store(0, std::memory_order_relaxed);
 }

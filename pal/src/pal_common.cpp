@@ -9,7 +9,7 @@
 namespace reservoir::pal {
 namespace {
 
-struct FaultSlot {
+struct ArmedOp {
   std::atomic<bool> armed{false};
   std::atomic<std::uint64_t> calls{0};
   std::uint64_t skip = 0;   // guarded by mutex
@@ -24,11 +24,11 @@ std::atomic<bool> g_refuse_guard_install{false};
 std::atomic<bool> g_refuse_dontdump{false};
 
 constexpr std::size_t kOps = static_cast<std::size_t>(Op::count_);
-std::array<FaultSlot, kOps> g_slots;
+std::array<ArmedOp, kOps> g_ops;
 std::mutex g_mutex;
 
-FaultSlot& slot(Op op) noexcept {
-  return g_slots[static_cast<std::size_t>(op)];
+ArmedOp& armed_op(Op op) noexcept {
+  return g_ops[static_cast<std::size_t>(op)];
 }
 
 }  // namespace
@@ -63,7 +63,7 @@ std::size_t page_size_override() noexcept {
 }
 
 bool injected_failure(Op op, std::error_code* ec) noexcept {
-  FaultSlot& s = slot(op);
+  ArmedOp& s = armed_op(op);
   s.calls.fetch_add(1, std::memory_order_relaxed);
   if (!s.armed.load(std::memory_order_relaxed)) return false;
   std::lock_guard lock(g_mutex);
@@ -116,7 +116,7 @@ bool dontdump_refused() noexcept {
 
 void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error) noexcept {
   std::lock_guard lock(g_mutex);
-  FaultSlot& s = slot(op);
+  ArmedOp& s = armed_op(op);
   s.skip = skip;
   s.count = count;
   s.error = error;
@@ -125,7 +125,7 @@ void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error)
 
 void clear() noexcept {
   std::lock_guard lock(g_mutex);
-  for (FaultSlot& s : g_slots) {
+  for (ArmedOp& s : g_ops) {
     s.count = 0;
     s.skip = 0;
     s.armed.store(false, std::memory_order_relaxed);
@@ -133,7 +133,7 @@ void clear() noexcept {
 }
 
 std::uint64_t calls(Op op) noexcept {
-  return slot(op).calls.load(std::memory_order_relaxed);
+  return armed_op(op).calls.load(std::memory_order_relaxed);
 }
 
 bool set_page_size(std::size_t bytes) noexcept {

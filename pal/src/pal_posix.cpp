@@ -120,13 +120,13 @@ namespace {
 // thread was initializing it, and the child then waits for it forever. Two threads that ask
 // first may both ask the OS; they get the same answer.
 
-// A yes/no answer kept in `slot` (-1: not asked yet).
+// A yes/no answer kept in `kept` (-1: not asked yet).
 template <class Ask>
-bool kept_answer(std::atomic<int>& slot, Ask ask) noexcept {
-  int v = slot.load(std::memory_order_relaxed);
+bool kept_answer(std::atomic<int>& kept, Ask ask) noexcept {
+  int v = kept.load(std::memory_order_relaxed);
   if (v < 0) {
     v = ask() ? 1 : 0;
-    slot.store(v, std::memory_order_relaxed);
+    kept.store(v, std::memory_order_relaxed);
   }
   return v != 0;
 }
@@ -183,7 +183,8 @@ std::uintptr_t user_stack_top() noexcept {
 #endif
   if (top == 0) {
     int probe = 0;
-    return reinterpret_cast<std::uintptr_t>(&probe);  // not kept: another thread may ask better
+    const auto here = reinterpret_cast<std::uintptr_t>(&probe);  // an address, never dereferenced
+    return here;  // not kept: another thread may ask better
   }
   g_user_stack_top.store(top, std::memory_order_relaxed);
   return top;

@@ -188,7 +188,7 @@ class Arena {
  private:
   // What the growth policy (detail::plan_step) is told of this arena now.
   detail::GrowthState growth_state() const noexcept;
-  // Commits [committed_, step.target) and backs step.backed of it; committed_ = step.target.
+  // Commits [committed_, step.target), populates step.populated of it; committed_ = step.target.
   std::error_code take_step(const detail::PlannedStep& step) noexcept;
   // Commits so that committed_ >= bytes. bytes <= reserved_ is the caller's check.
   std::error_code commit_to(std::size_t bytes, Populate populate = Populate::all) noexcept;

@@ -88,12 +88,12 @@ struct GrowthState {
 
 // One commit step as the policy plans it.
 struct PlannedStep {
-  std::size_t step = 0;      // the step size (Arena::commit_step())
-  std::size_t target = 0;    // the committed length after it (<= committed: nothing to commit)
-  std::size_t backed = 0;    // bytes of it populated now
-  std::size_t charge = 0;    // bytes of it charged against the memory limit and the machine
-  bool geometric = false;    // the geometric policy (a refused step may be retried smaller)
-  bool advise_huge = false;  // it reaches past kHugePageThreshold first: advise huge pages
+  std::size_t step = 0;       // the step size (Arena::commit_step())
+  std::size_t target = 0;     // the committed length after it (<= committed: nothing to commit)
+  std::size_t populated = 0;  // bytes of it populated now
+  std::size_t charge = 0;     // bytes of it charged against the memory limit and the machine
+  bool geometric = false;     // the geometric policy (a refused step may be retried smaller)
+  bool advise_huge = false;   // it reaches past kHugePageThreshold first: advise huge pages
 };
 
 // The growth policy: the step that commits past `bytes` (a request of `populate`). With
@@ -137,26 +137,26 @@ constexpr PlannedStep plan_step(const GrowthState& s, std::size_t bytes, Populat
     p.target = least < p.target && p.target - least >= kPopulatedStepLimit ? least : 0;
   }
   if (p.target <= s.committed) return p;
-  // 3. What to back now: all of the step, its first kPopulatedStepLimit, or nothing. Under huge
+  // 3. What to populate now: all of the step, its first kPopulatedStepLimit, or nothing. Under huge
   //    pages nothing past kHugePageThreshold (first touches map 2 MiB pages there, one fault
   //    each), and below it a doubling step backs at most half of itself beyond what was asked
   //    for, so RSS stays within 1.5x of the bytes in use.
   const std::size_t len = p.target - s.committed;
   const std::size_t asked = std::min(len, bytes > s.committed ? bytes - s.committed : 0);
   const std::size_t first = std::min(len, kPopulatedStepLimit);
-  p.backed = populate == Populate::all ? len : populate == Populate::none ? 0 : first;
+  p.populated = populate == Populate::all ? len : populate == Populate::none ? 0 : first;
   const bool huge = s.huge_pages && s.reserved > kHugePageThreshold;
   if (huge && p.geometric) {
     const std::size_t below =
         s.committed < kHugePageThreshold ? std::min(p.target, kHugePageThreshold) - s.committed : 0;
-    p.backed = std::min({p.backed, below, std::max(asked, len / 2)});
+    p.populated = std::min({p.populated, below, std::max(asked, len / 2)});
   }
-  if (!s.prefault) p.backed = 0;
+  if (!s.prefault) p.populated = 0;
   // 4. What to charge: what is populated now or (all) written next; untouched pages cost
   //    nothing. A geometric step is taken only where no limit is in force, and there the charge
   //    is the machine check alone, of the bytes asked for.
-  p.charge = p.geometric  ? std::max(p.backed, populate == Populate::all ? asked : 0)
-             : s.prefault ? p.backed
+  p.charge = p.geometric  ? std::max(p.populated, populate == Populate::all ? asked : 0)
+             : s.prefault ? p.populated
              : populate == Populate::none ? 0
              : populate == Populate::all  ? len
                                           : first;

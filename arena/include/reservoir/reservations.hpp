@@ -10,18 +10,18 @@ namespace reservoir {
 
 // The reservation cache: destroyed arenas (with reuse_reservation) park their reservation here,
 // trimmed to at most kDoublingStepLimit committed (as reuse_reservation says), and new arenas of
-// the same size and options take one instead of calling the OS. Each thread has one slot reached
-// without a lock, behind it a shared list; slots and list together hold at most `entries`
-// reservations (default 16) and at most 1 MiB of committed memory. A thread's end retires its
-// slot, and the next operation that takes the list's lock moves the slot's reservation to the
-// list (or back to the OS), in any destruction order of thread_local objects; arenas destroyed
-// during thread exit after that park in the list. 0 turns the cache off and releases everything
-// parked, in every thread's slot. Thread-safe. Memory taken from the cache is not zeroed (like
+// the same size and options take one instead of calling the OS. Each thread keeps one parked
+// reservation of its own, reached without a lock, behind it a shared list; together they hold at
+// most `entries` reservations (default 16) and at most 1 MiB of committed memory. When a thread
+// has ended, the next operation that reaps ended threads moves its reservation to the list (or
+// back to the OS), in any destruction order of thread_local objects; arenas destroyed during
+// thread exit after that park in the list. 0 turns the cache off and releases everything parked,
+// every thread's own too. Thread-safe. Memory taken from the cache is not zeroed (like
 // malloc): containers construct what they store.
 void set_reservation_cache_limit(std::size_t entries) noexcept;
-// Releases every parked reservation (the shared list and every thread's slot) to the OS.
+// Releases every parked reservation (the shared list and every thread's own) to the OS.
 void clear_reservation_cache() noexcept;
-// Reservations parked in the cache: every thread's slot plus the shared list.
+// Reservations parked in the cache: every thread's own plus the shared list.
 std::size_t reservation_cache_size() noexcept;
 
 // ---- the slot pools
