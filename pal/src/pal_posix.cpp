@@ -182,9 +182,8 @@ std::uintptr_t user_stack_top() noexcept {
   }
 #endif
   if (top == 0) {
-    int probe = 0;
-    const auto here = reinterpret_cast<std::uintptr_t>(&probe);  // an address, never dereferenced
-    return here;  // not kept: another thread may ask better
+    // This thread's frame: an address in its stack (not kept: another thread may ask better).
+    return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
   }
   g_user_stack_top.store(top, std::memory_order_relaxed);
   return top;
