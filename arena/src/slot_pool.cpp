@@ -387,7 +387,7 @@ bool add_run(Pools& p, SubClass& sc, std::size_t stride, bool charge) noexcept {
   if (reserve_mapping(bytes, &mapping, false)) return false;
   auto* base = static_cast<std::byte*>(mapping);
   std::size_t charged = 0;
-  bool ok = !charge || !charge_step(bytes, bytes, &charged);
+  bool ok = !charge || !charge_step(bytes, bytes, bytes, &charged);
   if (ok && pal::commit(base, bytes)) ok = false;
   if (ok) {
     // Backed now, as a commit step is (arena_commit.cpp): one populate call, then a store per

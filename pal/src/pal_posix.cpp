@@ -841,6 +841,7 @@ bool memory_limit(MemoryLimit* out) noexcept {
 
 bool machine_memory(MachineMemory* out) noexcept {
   if (std::error_code ec; injected_failure(Op::stats, &ec)) return false;
+  if (detail::machine_memory_override(out)) return true;
 #if defined(__linux__)
   const CancellationOff no_cancel;
   int fd = ::open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
