@@ -80,14 +80,6 @@ RESERVOIR_CHILD("failures.write_past_commit.dynarray") {
 // privilege): the parent reports it and checks nothing.
 constexpr int kNotHere = 77;
 
-// Sanitizers and valgrind keep mappings of their own that locked memory or a data limit would
-// break, whoever allocates.
-#if defined(RESERVOIR_TEST_ASAN) || defined(RESERVOIR_TEST_TSAN)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // Checks a child's end: exit 0, or kNotHere (reported, nothing checked).
 void check_child(const std::string& name, const test::ProcessResult& r) {
   CAPTURE(name);
@@ -99,6 +91,14 @@ void check_child(const std::string& name, const test::ProcessResult& r) {
 }
 
 #if defined(__linux__)
+// Sanitizers and valgrind keep mappings of their own that locked memory or a data limit would
+// break, whoever allocates.
+#if defined(RESERVOIR_TEST_ASAN) || defined(RESERVOIR_TEST_TSAN)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // Moves this process into the cgroup directory named by RESERVOIR_TEST_FAILURES_CGROUP.
 bool join_cgroup() {
   const char* dir = std::getenv("RESERVOIR_TEST_FAILURES_CGROUP");
