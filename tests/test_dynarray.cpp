@@ -1418,6 +1418,15 @@ TEST_SUITE("dynarray") {
     CHECK(message([] {
             DynArray<int> a(reservoir::max_elements(SIZE_MAX / 2));
           }).starts_with("length_error reservoir::DynArray(max_elements): "));
+    CHECK(message([] {
+            DynArray<int> a(reservoir::max_elements(SIZE_MAX / 16));
+          }).starts_with("length_error reservoir::DynArray(max_elements): cannot reserve "));
+    CHECK(message([] { reservoir::ConcurrentDynArray<int> c{reservoir::max_elements(0)}; }) ==
+          "invalid_argument reservoir::ConcurrentDynArray(max_elements): max_elements must be "
+          "greater than 0");
+    CHECK(message([] {
+            reservoir::ConcurrentDynArray<int> c{reservoir::max_elements(SIZE_MAX / 2)};
+          }).starts_with("length_error reservoir::ConcurrentDynArray(max_elements): "));
     CHECK(message([] { DynArray<int> a(kHuge); }) ==
           "length_error reservoir::DynArray(count): " + std::to_string(kHuge) +
               " elements exceed max_size() " + std::to_string(DynArray<int>::default_max_size()));
