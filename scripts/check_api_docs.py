@@ -155,21 +155,28 @@ def strip_template_headers(stmt):
     return out
 
 
-def declared_name(stmt, class_name):
-    """The name a declaration statement (tokens before its `;` or body) declares, or None."""
-    # Attributes [[...]].
-    cleaned = []
+def strip_attributes(tokens):
+    """Drops [[...]] attributes and alignas(...) from a declaration's tokens."""
+    out = []
     i = 0
-    while i < len(stmt):
-        if stmt[i] == "[" and i + 1 < len(stmt) and stmt[i + 1] == "[":
+    while i < len(tokens):
+        if tokens[i] == "[" and i + 1 < len(tokens) and tokens[i + 1] == "[":
             j = i + 2
-            while j + 1 < len(stmt) and not (stmt[j] == "]" and stmt[j + 1] == "]"):
+            while j + 1 < len(tokens) and not (tokens[j] == "]" and tokens[j + 1] == "]"):
                 j += 1
             i = j + 2
             continue
-        cleaned.append(stmt[i])
+        if tokens[i] == "alignas" and i + 1 < len(tokens) and tokens[i + 1] == "(":
+            i = skip_balanced(tokens, i + 1, "(", ")")
+            continue
+        out.append(tokens[i])
         i += 1
-    stmt = strip_template_headers(cleaned)
+    return out
+
+
+def declared_name(stmt, class_name):
+    """The name a declaration statement (tokens before its `;` or body) declares, or None."""
+    stmt = strip_template_headers(strip_attributes(stmt))
     if not stmt:
         return None
     if stmt[0] in ("static_assert", "using") and "=" not in stmt:
@@ -286,7 +293,9 @@ def parse_header(path):
             i += 1
             continue
         if t == "{":
-            head = strip_template_headers(stmt)
+            head = strip_attributes(strip_template_headers(stmt))
+            if head[:2] == ["inline", "namespace"]:
+                head = head[1:]
             if head and head[0] == "namespace":
                 name = "".join(head[1:])
                 parts = name.split("::") if name else [""]
@@ -440,6 +449,7 @@ def main():
                                f"{label}" + (" (constructor)" if kind == "constructor" else ""))
     for m in missing:
         print(m)
+    sys.stdout.flush()
     if missing:
         print(f"check_api_docs.py: {len(missing)} public declarations are not in "
               f"{args.api} (document each where its class is documented, or move it to "
