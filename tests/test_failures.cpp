@@ -402,9 +402,10 @@ using MiB = std::array<unsigned char, std::size_t{1} << 20>;
 
 // A machine of 512 MiB with 384 MiB available and no swap (the seam: this machine's RAM does not
 // matter), then growth toward 2 GiB: refused with OsAllocationError before the process's resident
-// set grew by what was available, every element intact.
+// set grew by what was available, every element intact. With `unreadable`, every reading of the
+// machine fails once 64 MiB are stored: the last figure must still stand.
 template <class T, class Make>
-int grow_past_small_machine(Make make) {
+int grow_past_small_machine(Make make, bool unreadable = false) {
   constexpr std::size_t kAvailable = std::size_t{384} << 20;
   pal::testing::set_machine_memory(std::size_t{512} << 20, kAvailable);
   const std::size_t rss = pal::current_rss();
@@ -413,12 +414,17 @@ int grow_past_small_machine(Make make) {
   std::size_t n = 0;
   bool refused = false;
   try {
-    for (; n * sizeof(T) < (std::size_t{2} << 30); ++n)
+    for (; n * sizeof(T) < (std::size_t{2} << 30); ++n) {
+      if (unreadable && n * sizeof(T) == (std::size_t{64} << 20)) {
+        pal::testing::fail(pal::Op::stats, 0, 1'000'000'000, pal::testing::out_of_memory_error());
+      }
       a.push_back(make(n));
+    }
   } catch (const OsAllocationError& e) {
     refused = true;
     std::printf("refused at %zu MiB: %s; ", (n * sizeof(T)) >> 20, e.what());
   }
+  pal::testing::clear();
   const std::size_t grown = pal::current_rss() - std::min(rss, pal::current_rss());
   std::printf("resident set grew by %zu MiB\n", grown >> 20);
   if (!refused) return 3;
@@ -430,6 +436,9 @@ int grow_past_small_machine(Make make) {
 
 RESERVOIR_CHILD("failures.past_ram.ints") {
   return grow_past_small_machine<int>([](std::size_t i) { return static_cast<int>(i); });
+}
+RESERVOIR_CHILD("failures.past_ram.unreadable") {
+  return grow_past_small_machine<int>([](std::size_t i) { return static_cast<int>(i); }, true);
 }
 RESERVOIR_CHILD("failures.past_ram.mib") {
   return grow_past_small_machine<MiB>([](std::size_t i) {
@@ -621,7 +630,8 @@ TEST_SUITE("failures") {
   }
 
   TEST_CASE("growth past the machine's RAM is refused, not killed (a small machine, by the seam)") {
-    for (const std::string name : {"failures.past_ram.ints", "failures.past_ram.mib"}) {
+    for (const std::string name :
+         {"failures.past_ram.ints", "failures.past_ram.mib", "failures.past_ram.unreadable"}) {
       const test::ProcessResult r = test::run_child(name);
       MESSAGE(name << ": " << r.output);
       check_child(name, r);

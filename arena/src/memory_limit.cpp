@@ -241,7 +241,15 @@ bool machine_take(std::int64_t n) noexcept {
   pal::MachineMemory m;
   g_machine_read_at.store(now_ns(), std::memory_order_relaxed);
   if (!pal::machine_memory(&m)) {
-    g_machine_headroom.store(kUnlimited);
+    // A reading that fails where one succeeded before (no file descriptor left) keeps the last
+    // figure, less what was taken since; where none ever did, the OS does not tell.
+    const std::int64_t previous = g_machine_headroom.load();
+    if (previous == kUnknown || previous >= kUnlimited / 2) {
+      g_machine_headroom.store(kUnlimited);
+      return true;
+    }
+    if (n > previous) return false;
+    g_machine_headroom.store(previous - n);
     return true;
   }
   const std::size_t can = m.available + m.swap_free;
