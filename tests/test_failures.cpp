@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -79,14 +80,6 @@ RESERVOIR_CHILD("failures.write_past_commit.dynarray") {
 // privilege): the parent reports it and checks nothing.
 constexpr int kNotHere = 77;
 
-// Sanitizers and valgrind keep mappings of their own that locked memory or a data limit would
-// break, whoever allocates.
-#if defined(RESERVOIR_TEST_ASAN) || defined(RESERVOIR_TEST_TSAN)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // Checks a child's end: exit 0, or kNotHere (reported, nothing checked).
 void check_child(const std::string& name, const test::ProcessResult& r) {
   CAPTURE(name);
@@ -98,6 +91,14 @@ void check_child(const std::string& name, const test::ProcessResult& r) {
 }
 
 #if defined(__linux__)
+// Sanitizers and valgrind keep mappings of their own that locked memory or a data limit would
+// break, whoever allocates.
+#if defined(RESERVOIR_TEST_ASAN) || defined(RESERVOIR_TEST_TSAN)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // Moves this process into the cgroup directory named by RESERVOIR_TEST_FAILURES_CGROUP.
 bool join_cgroup() {
   const char* dir = std::getenv("RESERVOIR_TEST_FAILURES_CGROUP");
@@ -393,6 +394,60 @@ bool run_on_low_stack(std::function<void()> body, std::uintptr_t* stack) {
 }
 #endif
 
+// ---- growth past the machine's RAM
+// ---------------------------------------------------------------
+
+// An element of 1 MiB, as the growth-past-RAM report appended.
+using MiB = std::array<unsigned char, std::size_t{1} << 20>;
+
+// A machine of 512 MiB with 384 MiB available and no swap (the seam: this machine's RAM does not
+// matter), then growth toward 2 GiB: refused with OsAllocationError before the process's resident
+// set grew by what was available, every element intact. With `unreadable`, every reading of the
+// machine fails once 64 MiB are stored: the last figure must still stand.
+template <class T, class Make>
+int grow_past_small_machine(Make make, bool unreadable = false) {
+  constexpr std::size_t kAvailable = std::size_t{384} << 20;
+  pal::testing::set_machine_memory(std::size_t{512} << 20, kAvailable);
+  const std::size_t rss = pal::current_rss();
+  if (rss == 0) return kNotHere;
+  DynArray<T> a;
+  std::size_t n = 0;
+  bool refused = false;
+  try {
+    for (; n * sizeof(T) < (std::size_t{2} << 30); ++n) {
+      if (unreadable && n * sizeof(T) == (std::size_t{64} << 20)) {
+        pal::testing::fail(pal::Op::stats, 0, 1'000'000'000, pal::testing::out_of_memory_error());
+      }
+      a.push_back(make(n));
+    }
+  } catch (const OsAllocationError& e) {
+    refused = true;
+    std::printf("refused at %zu MiB: %s; ", (n * sizeof(T)) >> 20, e.what());
+  }
+  pal::testing::clear();
+  const std::size_t grown = pal::current_rss() - std::min(rss, pal::current_rss());
+  std::printf("resident set grew by %zu MiB\n", grown >> 20);
+  if (!refused) return 3;
+  if (a.size() != n) return 4;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!(a[i] == make(i))) return 5;
+  return grown < kAvailable ? 0 : 6;
+}
+
+RESERVOIR_CHILD("failures.past_ram.ints") {
+  return grow_past_small_machine<int>([](std::size_t i) { return static_cast<int>(i); });
+}
+RESERVOIR_CHILD("failures.past_ram.unreadable") {
+  return grow_past_small_machine<int>([](std::size_t i) { return static_cast<int>(i); }, true);
+}
+RESERVOIR_CHILD("failures.past_ram.mib") {
+  return grow_past_small_machine<MiB>([](std::size_t i) {
+    MiB e;
+    e.fill(static_cast<unsigned char>(i));
+    return e;
+  });
+}
+
 }  // namespace
 
 TEST_SUITE("failures") {
@@ -572,5 +627,14 @@ TEST_SUITE("failures") {
     CHECK(max == DynArray<int>::default_max_size());
     CHECK(grew);
     CHECK(big[0] == 1);
+  }
+
+  TEST_CASE("growth past the machine's RAM is refused, not killed (a small machine, by the seam)") {
+    for (const std::string name :
+         {"failures.past_ram.ints", "failures.past_ram.mib", "failures.past_ram.unreadable"}) {
+      const test::ProcessResult r = test::run_child(name);
+      MESSAGE(name << ": " << r.output);
+      check_child(name, r);
+    }
   }
 }

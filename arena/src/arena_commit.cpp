@@ -84,8 +84,9 @@ std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   //    credited: the next reading of the limit sees them, and until then the headroom errs on
   //    the safe side.
   std::size_t charged = 0;
-  if (std::error_code ec = detail::charge_and_commit(
-          start, len, step.charge, has(kRespectMemoryLimit), open_slot(), &charged)) {
+  if (std::error_code ec =
+          detail::charge_and_commit(start, len, step.charge, step.must_back,
+                                    has(kRespectMemoryLimit), open_slot(), &charged)) {
     return ec;
   }
   // 2. The first commit past the threshold marks the rest of the reservation (up to the end of

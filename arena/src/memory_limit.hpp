@@ -16,9 +16,10 @@ namespace reservoir::detail {
 // Charges `populated` bytes about to be backed; true if they fit (or no limit applies).
 // *charged is what was taken (0 when nothing is checked): what a refund may give back.
 bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept;
-// Both checks of a commit step of `committed` bytes, `populated` of them backed at once:
+// Both checks of a commit step of `committed` bytes, `populated` of them backed at once and
+// `backed` of them backed by the time the caller has written what it commits for:
 // machine_can_back(), then memory_limit_charge(); the Refusal if either says no.
-std::error_code charge_step(std::size_t committed, std::size_t populated,
+std::error_code charge_step(std::size_t committed, std::size_t populated, std::size_t backed,
                             std::size_t* charged) noexcept;
 // The charged bytes are backed now (or will be by the caller's next stores).
 void memory_limit_settle(std::size_t charged) noexcept;
@@ -31,8 +32,10 @@ bool memory_limit_in_force() noexcept;
 // margin, and how to raise or turn off the check.
 std::string memory_limit_advice();
 // True unless a commit of `committed` bytes, `populated` of them backed at once, is more than
-// the machine can back (checked only for steps of at least an eighth of its RAM).
-bool machine_can_back(std::size_t committed, std::size_t populated) noexcept;
+// the machine can back (checked for steps of at least an eighth of its RAM), or its `backed`
+// bytes (what the caller will write) do not fit what the machine has left, less a margin
+// (every step: the machine's headroom, re-read as it runs low).
+bool machine_can_back(std::size_t committed, std::size_t populated, std::size_t backed) noexcept;
 // The sentence for a step machine_can_back() refused.
 std::string machine_memory_advice(std::size_t committed, std::size_t populated);
 // fork(): the memory-limit locks held across it (prepare) and released (after, both sides).

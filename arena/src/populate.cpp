@@ -10,9 +10,11 @@
 namespace reservoir::detail {
 
 std::error_code charge_and_commit(std::byte* start, std::size_t len, std::size_t charge,
-                                  bool check_limit, bool open, std::size_t* charged) noexcept {
+                                  std::size_t must_back, bool check_limit, bool open,
+                                  std::size_t* charged) noexcept {
   *charged = 0;
-  std::error_code ec = check_limit ? charge_step(len, charge, charged) : std::error_code{};
+  std::error_code ec =
+      check_limit ? charge_step(len, charge, must_back, charged) : std::error_code{};
   if (ec) return ec;
   if (!open && (ec = pal::commit(start, len))) {
     memory_limit_refund(*charged);

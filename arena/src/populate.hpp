@@ -8,12 +8,14 @@
 namespace reservoir::detail {
 
 // Commits [start, start+len) (unless `open`: the range is read-write already), after charging
-// `charge` bytes of it against the memory limit and the machine when `check_limit` says so. On
+// `charge` bytes of it against the memory limit, and checking that the machine can back
+// `must_back` of it, when `check_limit` says so. On
 // success *charged is what was taken, to be settled once the pages are populated (or refunded if
 // the caller gives up); on failure nothing is charged or committed and the Refusal or OS error is
 // returned.
 std::error_code charge_and_commit(std::byte* start, std::size_t len, std::size_t charge,
-                                  bool check_limit, bool open, std::size_t* charged) noexcept;
+                                  std::size_t must_back, bool check_limit, bool open,
+                                  std::size_t* charged) noexcept;
 
 // Backs [start, start+bytes) (committed, holding nothing live) with RAM now: from
 // kDoublingStepLimit up one populate call (Linux MADV_POPULATE_WRITE; smaller ranges cost fewer

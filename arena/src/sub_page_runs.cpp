@@ -101,7 +101,7 @@ bool add_run(PoolState& p, SubClass& sc, std::size_t stride, bool charge) noexce
   auto* base = static_cast<std::byte*>(mapping);
   // Backed now, as a commit step is (populate.hpp).
   std::size_t charged = 0;
-  if (charge_and_commit(base, bytes, bytes, charge, false, &charged)) {
+  if (charge_and_commit(base, bytes, bytes, bytes, charge, false, &charged)) {
     release_mapping(mapping, bytes);
     return false;
   }

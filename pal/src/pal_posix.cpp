@@ -167,7 +167,7 @@ std::atomic<std::uintptr_t> g_user_stack_top{0};  // 0: not asked yet
 
 // An address in the process's initial stack, near its top: on Linux the auxiliary vector's
 // AT_RANDOM bytes, which the kernel puts there at exec; on FreeBSD the stack's top (kern.usrstack).
-// Where neither answers, the calling thread's stack stands in.
+// 0 where neither answers.
 std::uintptr_t user_stack_top() noexcept {
   std::uintptr_t top = g_user_stack_top.load(std::memory_order_relaxed);
   if (top != 0) return top;
@@ -181,11 +181,7 @@ std::uintptr_t user_stack_top() noexcept {
     top = static_cast<std::uintptr_t>(usrstack - 1);
   }
 #endif
-  if (top == 0) {
-    // This thread's frame: an address in its stack (not kept: another thread may ask better).
-    return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-  }
-  g_user_stack_top.store(top, std::memory_order_relaxed);
+  if (top != 0) g_user_stack_top.store(top, std::memory_order_relaxed);
   return top;
 }
 }  // namespace
@@ -201,7 +197,10 @@ std::size_t address_space_size() noexcept {
   // The process's initial stack sits just below the top of the user address space on Linux and
   // FreeBSD. The calling thread's own stack may be anywhere (pthread_attr_setstack), so it is not
   // asked.
-  const std::uintptr_t top = user_stack_top();
+  // Where the OS does not say, the calling thread's stack stands in.
+  int probe = 0;
+  std::uintptr_t top = user_stack_top();
+  if (top == 0) top = reinterpret_cast<std::uintptr_t>(&probe);
   std::size_t size = top < (std::uintptr_t{1} << (sizeof(std::uintptr_t) * 8 - 1))
                          ? static_cast<std::size_t>(std::bit_ceil(top + 1))
                          : static_cast<std::size_t>(top);
@@ -817,6 +816,7 @@ bool memory_limit([[maybe_unused]] MemoryLimit* out) noexcept {
 
 bool machine_memory([[maybe_unused]] MachineMemory* out) noexcept {
   if (std::error_code ec; injected_failure(Op::stats, &ec)) return false;
+  if (detail::machine_memory_override(out)) return true;
 #if defined(__linux__)
   const CancellationOff no_cancel;
   int fd = ::open("/proc/meminfo", O_RDONLY | O_CLOEXEC);

@@ -290,7 +290,8 @@ bool memory_limit(MemoryLimit*) noexcept {
 
 // ---- limits of the machine and the process, and fork ------------------------------------------
 
-bool machine_memory(MachineMemory*) noexcept {
+bool machine_memory(MachineMemory* out) noexcept {
+  if (detail::machine_memory_override(out)) return true;
   // VirtualAlloc(MEM_COMMIT) is charged against the commit limit and fails cleanly beyond it.
   return false;
 }

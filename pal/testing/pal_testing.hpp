@@ -70,6 +70,11 @@ bool open_reservations_refused() noexcept;
 // 6.13, instead of MADV_GUARD_INSTALL where the kernel takes it (false, the default).
 void refuse_guard_install(bool refuse) noexcept;
 bool guard_install_refused() noexcept;
+// Makes machine_memory() describe a machine of `total` bytes of RAM, no swap, heuristic
+// overcommit, whose available memory is `available` less what this process's resident set has
+// grown by since the call (as if nothing else ran), so that growth past a small machine's RAM runs
+// here without exhausting this one. A total of 0 restores the OS's answer.
+void set_machine_memory(std::size_t total, std::size_t available) noexcept;
 // Makes reserve_open() act as if the kernel refused MADV_DONTDUMP (true): it then makes no open
 // reservation. Not counted as a call, so that call counts stay those of the kernel.
 void refuse_dontdump(bool refuse) noexcept;

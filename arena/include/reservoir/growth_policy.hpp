@@ -92,6 +92,7 @@ struct PlannedStep {
   std::size_t target = 0;     // the committed length after it (<= committed: nothing to commit)
   std::size_t populated = 0;  // bytes of it populated now
   std::size_t charge = 0;     // bytes of it charged against the memory limit and the machine
+  std::size_t must_back = 0;  // bytes of it the machine must back: populated now or written next
   bool geometric = false;     // the geometric policy (a refused step may be retried smaller)
   bool advise_huge = false;   // it reaches past kHugePageThreshold first: advise huge pages
 };
@@ -160,6 +161,11 @@ constexpr PlannedStep plan_step(const GrowthState& s, std::size_t bytes, Populat
              : populate == Populate::none ? 0
              : populate == Populate::all  ? len
                                           : first;
+  // 5. What the machine must back for it: all of a step being filled (appends, Populate::all),
+  //    what a reserve populates (Populate::first_step), nothing for Populate::none.
+  p.must_back = std::max(p.charge, populate == Populate::all    ? len
+                                   : populate == Populate::none ? std::size_t{0}
+                                                                : first);
   p.advise_huge = huge && s.committed <= kHugePageThreshold && p.target > kHugePageThreshold;
   return p;
 }
