@@ -98,6 +98,13 @@ struct Result {
 // fails (exit 1), since one of the containers computed something else.
 inline constexpr const char* kMixedDisagreement = "error: containers disagree";
 
+// True if a cell's status says it failed (an error, a crash, a child that could not start), not
+// that it was skipped or stopped by a budget, which the run chose: a failed cell makes the run
+// exit 1.
+inline bool cell_failed(const std::string& status) {
+  return status != "ok" && status.rfind("skipped", 0) != 0 && status.rfind("timed out", 0) != 0;
+}
+
 // A cell whose slowest repetition took more than this times its fastest is marked unstable.
 inline constexpr double kUnstableSpread = 1.5;
 

@@ -64,6 +64,13 @@ int child_main(int argc, char** argv) {
     if (seconds > 0) alarm(static_cast<unsigned>(std::ceil(seconds)));
   }
 #endif
+  // RESERVOIR_BENCH_FAIL_CELL=TABLE/CONTAINER: that cell fails as a broken one would (the tests
+  // check that a failed cell makes the run exit 1 and loses no other result).
+  if (const char* fail = std::getenv("RESERVOIR_BENCH_FAIL_CELL");
+      fail && table + "/" + argv[3] == fail) {
+    std::printf("error failed on purpose (RESERVOIR_BENCH_FAIL_CELL=%s)\n", fail);
+    return 3;
+  }
   if (std::string_view(argv[3]) == "none") {  // the idle baseline
     std::printf("ok peak=%zu\n", rb::peak_rss());
     return 0;

@@ -608,3 +608,141 @@ TEST_SUITE("bench") {
     CHECK(run_compare({base, base, "--threshold", "x"}).exit_code == 2);
   }
 }
+
+namespace {
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream contents;
+  contents << f.rdbuf();
+  return contents.str();
+}
+
+// Sets an environment variable for the children started while it lives.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+#if defined(_WIN32)
+    ::_putenv_s(name, value);
+#else
+    ::setenv(name, value, 1);
+#endif
+  }
+  ~ScopedEnv() {
+#if defined(_WIN32)
+    ::_putenv_s(name_, "");
+#else
+    ::unsetenv(name_);
+#endif
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+}  // namespace
+
+TEST_SUITE("bench") {
+  TEST_CASE("the JSON reader refuses nesting past its depth limit with an error, not a crash") {
+    // 100k '[' overflowed the stack of a reader that recurses per level.
+    const std::string deep(100'000, '[');
+    CHECK_THROWS_WITH_AS(rb::json::parse(deep), doctest::Contains("nested deeper than 256"),
+                         std::runtime_error);
+    std::string at_limit(rb::json::kMaxDepth, '[');
+    at_limit += std::string(rb::json::kMaxDepth, ']');
+    CHECK(rb::json::parse(at_limit).kind == rb::json::Value::Kind::array);
+    const std::string objects = std::string(1000, '{') + "\"a\":1";
+    CHECK_THROWS_AS(rb::json::parse(objects), std::runtime_error);
+  }
+
+  TEST_CASE("reservoir-bench compare: deeply nested input is exit 2 with a message, not a crash") {
+    const test::TempDir dir("reservoir-compare");
+    const auto base = write_bench_json(dir.file("compare_base.json"), 0.2, 0.05);
+    const std::string deep = dir.file("compare_deep.json");
+    {
+      std::ofstream f(deep);
+      f << std::string(100'000, '[');
+    }
+    rb::ProcessResult r;
+    REQUIRE_FALSE(rb::run_process(bench_path(), {"compare", base, deep}, &r));
+    CHECK(r.exited);  // not SIGSEGV
+    CHECK(r.exit_code == 2);
+  }
+
+  TEST_CASE("number options that are not finite are usage errors (nan would switch a check off)") {
+    for (std::vector<std::string> args : {std::vector<std::string>{"--cell-budget", "nan"},
+                                          {"--cell-budget", "inf"},
+                                          {"--cell-budget", "-1"},
+                                          {"--budget", "nan"},
+                                          {"compare", "a.json", "b.json", "--threshold", "nan"},
+                                          {"compare", "a.json", "b.json", "--threshold", "-inf"}}) {
+      CAPTURE(args[args.size() - 2]);
+      CAPTURE(args.back());
+      rb::ProcessResult r;
+      REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
+      CHECK(r.exited);
+      CHECK(r.exit_code == 2);
+      CHECK(r.output.find("1. Peak memory") == std::string::npos);
+    }
+  }
+
+  TEST_CASE("two result options naming one file are refused before anything is written") {
+    const test::TempDir dir("reservoir-bench-same");
+    const std::string file = dir.file("results.out");
+    {
+      std::ofstream f(file);
+      f << "an earlier run's results";
+    }
+    const std::string same = dir.file(".") + "/results.out";
+    for (std::vector<std::string> args :
+         {std::vector<std::string>{"--json", file, "--csv", file},
+          {"--csv", file, "--markdown", same},
+          {"--json", file, "--markdown", dir.file("other.md"), "--csv", same}}) {
+      rb::ProcessResult r;
+      REQUIRE_FALSE(rb::run_process(bench_path(), args, &r));
+      CHECK(r.exited);
+      CHECK(r.exit_code == 2);
+      CHECK(r.output.find("1. Peak memory") == std::string::npos);
+      CHECK(slurp_file(file) == "an earlier run's results");
+    }
+  }
+
+  TEST_CASE("a reservation too small for the cells' data is refused before any cell runs") {
+    rb::ProcessResult r;
+    REQUIRE_FALSE(rb::run_process(bench_path(), {"--reserve", "1", "--sizes", "1e3"}, &r));
+    CHECK(r.exited);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("1. Peak memory") == std::string::npos);
+    // Enough for the data: it runs.
+    REQUIRE_FALSE(rb::run_process(bench_path(),
+                                  {"--reserve", "4K", "--sizes", "1e3", "--only", "memory",
+                                   "--containers", "dynarray", "--reps", "1"},
+                                  &r));
+    CHECK(r.exited);
+    CHECK(r.exit_code == 0);
+  }
+
+  TEST_CASE("a failed cell makes the run exit 1; every other result is still written") {
+    const test::TempDir dir("reservoir-bench-failed");
+    const std::string json_file = dir.file("failed.json");
+    const ScopedEnv fail("RESERVOIR_BENCH_FAIL_CELL", "memory/dynarray");
+    rb::ProcessResult r;
+    REQUIRE_FALSE(
+        rb::run_process(bench_path(),
+                        {"--only", "memory", "--sizes", "1e3", "--types", "int", "--containers",
+                         "dynarray,vector", "--reps", "1", "--json", json_file},
+                        &r));
+    INFO(r.output);
+    CHECK(r.exited);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find("failed on purpose") != std::string::npos);  // the note says why
+    const auto doc = rb::json::parse(slurp_file(json_file));
+    std::map<std::string, std::string> status;
+    for (const auto& res : doc["results"].arr)
+      status[res["container"].str] = res["status"].str;
+    CHECK(status["dynarray"].find("failed on purpose") != std::string::npos);
+    CHECK(status["vector"] == "ok");
+  }
+}
