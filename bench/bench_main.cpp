@@ -10,11 +10,14 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "cli_checks.hpp"
 #include "clock.hpp"
+#include "many_arrays.hpp"
 #include "parse.hpp"
+#include "timeline.hpp"
 #include "tour.hpp"
 
 namespace {
@@ -53,6 +56,34 @@ bool same_file(const std::string& a, const std::string& b) {
   return normal(a) == normal(b);
 }
 
+// Every table's contenders, for --help: the names the tables and the result files use.
+std::string contenders_help() {
+  namespace tour = reservoir::bench::tour;
+  auto list = [](const auto& names) {
+    std::string out;
+    for (const auto& n : names) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(n)>, rb::Container>) {
+        out += (out.empty() ? "" : ", ") + std::string(rb::name(n));
+      } else {
+        out += (out.empty() ? "" : ", ") + std::string(n);
+      }
+    }
+    return out;
+  };
+  return fmt::format(
+      "Contenders, per table:\n"
+      "  1-3 memory, throughput, latency (--containers): {}\n"
+      "  4 concurrent: {} (tbb_concurrent_vector only when built with TBB)\n"
+      "  5 collatz: concurrent_dynarray, vector_shared_mutex\n"
+      "  6 timeline: {}\n"
+      "  7 mixed: {}\n"
+      "  8 many: {}\n"
+      "  9 bulk (--only bulk): {}",
+      list(rb::kAllContainers), list(rb::kConcurrentContainers), list(rb::kTimelineContainers),
+      list(rb::mixed::kContainers), list(rb::kManyArraysContainers),
+      list(tour::bulk_operation_names()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,7 +100,8 @@ int main(int argc, char** argv) {
       "Exit codes: 0 done; 1 a run that failed (a cell that failed or crashed, a result file not "
       "written, containers that disagree; cells skipped or timed out by a budget are not "
       "failures); 2 a usage error (bad option or value, an output path that cannot be written, "
-      "sizes that cannot fit)."};
+      "sizes that cannot fit).\n" +
+      contenders_help()};
   Config cfg;
   std::string sizes = "1e3,1e6,1e7",
               containers = "dynarray,vector,vector_reserve,deque,vector_populate,floor,floor_huge",
@@ -83,9 +115,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option(
          "--containers", containers,
-         "Contenders: dynarray,vector,vector_reserve,deque,vector_populate,floor,floor_huge "
-         "(also: "
-         "pmr_arena,pmr_monotonic)")
+         "Contenders of tables 1-3, any of: " +
+             [] {
+               std::string all;
+               for (rb::Container c : rb::kAllContainers)
+                 all += (all.empty() ? "" : ",") + std::string(rb::name(c));
+               return all;
+             }())
       ->capture_default_str();
   app.add_option("--types", types,
                  "Element types: int,unique_ptr,string (the quick tour: int, so that it ends in "
@@ -100,8 +136,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--reserve", reserve,
                  "DynArray reservation in bytes, e.g. 1G (default: the library's 64 GiB)");
-  app.add_flag("--prefault,!--no-prefault", cfg.prefault,
-               "DynArray: prefault each committed step (the library default: on)");
+  auto* prefault_on = app.add_flag_callback(
+      "--prefault", [&cfg] { cfg.prefault = true; },
+      "DynArray: populate each committed step ahead of the appender (the "
+      "library's default)");
+  app.add_flag_callback(
+         "--no-prefault", [&cfg] { cfg.prefault = false; },
+         "DynArray: let page faults populate the committed steps")
+      ->excludes(prefault_on);
   app.add_option("--huge-pages", cfg.huge_pages,
                  "DynArray: transparent huge pages past 4 MiB: auto (the library default: where "
                  "they pay), on, off")
@@ -332,6 +374,7 @@ int main(int argc, char** argv) {
   if (!cfg.markdown.empty()) {
     report("--markdown", cfg.markdown, write_markdown(cfg.markdown, cfg, ctx, results));
   }
+  if (!cfg.quiet) print_summary(cfg, ctx, results);
   std::fflush(stdout);
   if (!consistent) {
     std::fprintf(stderr, "reservoir-bench: mixed: containers disagree on the final contents\n");

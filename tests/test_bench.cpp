@@ -216,6 +216,30 @@ TEST_SUITE("bench_smoke") {
     CHECK(r.output.find("3. Append latency") != std::string::npos);
     CHECK(r.output.find("4. Concurrent appends") != std::string::npos);
     CHECK(r.output.find("5. Collatz memo") != std::string::npos);
+    // The closing summary: one line per table, the fault cost, the plot command for this run.
+    const auto summary = r.output.find("\nSummary (ratios within this run");
+    REQUIRE(summary != std::string::npos);
+    const std::string closing = r.output.substr(summary);
+    CHECK(closing.find("a first-touch page fault here costs") != std::string::npos);
+    for (const char* line :
+         {"\n  memory      int 1e6: DynArray's peak", "\n  throughput  int 1e6: DynArray ",
+          "than std::vector", "the floor's time",
+          "\n  latency     int 1e6: DynArray's worst append",
+          "\n  concurrent  2 threads: ConcurrentDynArray ", "throughput vs 1 thread",
+          "\n  collatz     2 threads: ", "\n  timeline    1e6 ints: DynArray peak",
+          "\n  mixed       all, 20 "
+          "iterations: DynArray",
+          "\n  many        100 arrays of 1e4 ints: DynArray build "}) {
+      CAPTURE(line);
+      CHECK(closing.find(line) != std::string::npos);
+    }
+    CHECK(closing.find("Figures: python3 scripts/plot_bench.py " + json_file) != std::string::npos);
+    // Units that show: no per-action time printed as 0.000 seconds; no ratio against a cell
+    // that measures nothing (page_floor's destroy) and no 1e3 peak read as "0 B (0.00x)".
+    CHECK(r.output.find(" 0.000 ") == std::string::npos);
+    CHECK(r.output.find("(0.00x)") == std::string::npos);
+    CHECK(r.output.find("below resolution") != std::string::npos);
+    CHECK(r.output.find("   throughput vs 1 thread: elements per second") != std::string::npos);
     const std::string heavy_json = dir.file("bench_smoke_heap_types.json");
     std::vector<std::string> heavy_args = {
         "--sizes", "1e3,1e4", "--types", "unique_ptr,string", "--only", "memory,throughput,latency",
@@ -493,6 +517,26 @@ TEST_SUITE("bench_smoke") {
     CHECK(cells.size() == 7 * 2);
     CHECK(cells.count({"memcpy", 1e5}) == 1);
     CHECK(cells.count({"append_range", 1e4}) == 1);
+  }
+
+  TEST_CASE("reservoir-bench --help names every contender of every table") {
+    rb::ProcessResult r;
+    REQUIRE_FALSE(rb::run_process(bench_path(), {"--help"}, &r));
+    REQUIRE(r.exited);
+    CHECK(r.exit_code == 0);
+    for (const char* name :
+         {"dynarray", "vector_reserve", "deque", "pmr_arena", "pmr_monotonic", "vector_populate",
+          "floor_huge", "concurrent_dynarray_writer", "concurrent_dynarray_bulk",
+          "concurrent_dynarray_readers", "vector_mutex", "deque_mutex", "tbb_concurrent_vector",
+          "claim_floor", "vector_shared_mutex", "page_floor", "append_range", "memcpy"}) {
+      CAPTURE(name);
+      CHECK(r.output.find(name) != std::string::npos);
+    }
+    CHECK(r.output.find("--no-prefault") != std::string::npos);
+    CHECK(r.output.find("{false}") == std::string::npos);
+    // Both at once is a usage error, not whichever came last.
+    REQUIRE_FALSE(rb::run_process(bench_path(), {"--prefault", "--no-prefault"}, &r));
+    CHECK(r.exit_code == 2);
   }
 
   TEST_CASE("reservoir-bench rejects bad arguments with exit code 2, before running anything") {
