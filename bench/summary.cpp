@@ -86,12 +86,12 @@ void print_summary(const Config& cfg, const Context& ctx, const std::vector<Resu
     std::string text;
     if (d && d->data_bytes >= kPeakResolution) {
       const Result* v = find(rs, "memory", "vector", d->type, d->size);
-      text = fmt::format("{} {}: DynArray's peak {:.2f}x its data", d->type,
-                         rb::format_count(d->size),
-                         static_cast<double>(d->peak_bytes) / static_cast<double>(d->data_bytes));
+      text =
+          fmt::format("{} {}: DynArray's peak {:.2f}x its data", d->type, rb::format_count(d->size),
+                      static_cast<double>(d->peak_bytes) / static_cast<double>(d->data_bytes));
       if (v && v->status == "ok") {
-        text += fmt::format(", std::vector's {:.2f}x",
-                            static_cast<double>(v->peak_bytes) / static_cast<double>(v->data_bytes));
+        text += fmt::format(", std::vector's {:.2f}x", static_cast<double>(v->peak_bytes) /
+                                                           static_cast<double>(v->data_bytes));
       }
     } else if (d) {
       text = "every size below the resolution of a peak (" + format_bytes(kPeakResolution) +
@@ -155,17 +155,16 @@ void print_summary(const Config& cfg, const Context& ctx, const std::vector<Resu
           const std::uint64_t peak = r.timeline.back()[2] > r.timeline.front()[2]
                                          ? r.timeline.back()[2] - r.timeline.front()[2]
                                          : 0;
-          parts.push_back(fmt::format("{} peak {}", c == std::string_view("dynarray")
-                                                        ? "DynArray"
-                                                        : "std::vector",
-                                      format_bytes(peak)));
+          parts.push_back(fmt::format(
+              "{} peak {}", c == std::string_view("dynarray") ? "DynArray" : "std::vector",
+              format_bytes(peak)));
           size = r.size;
         }
       }
     }
-    line("timeline", parts.empty() ? std::string()
-                                    : fmt::format("{} ints: {}", rb::format_count(size),
-                                                  join(parts)));
+    line("timeline", parts.empty()
+                         ? std::string()
+                         : fmt::format("{} ints: {}", rb::format_count(size), join(parts)));
   }
   if (ran("mixed")) {
     // The type "all" (the four at once) when it ran, else the last type run.
@@ -179,9 +178,9 @@ void print_summary(const Config& cfg, const Context& ctx, const std::vector<Resu
     std::string text;
     if (d) {
       const Result* v = find(rs, "mixed", "vector", d->type, d->size);
-      text = fmt::format("{}, {} iterations: DynArray {}", d->type, d->size,
-                         join({versus(v && v->status == "ok" ? v->seconds : 0, d->seconds,
-                                      "std::vector")}));
+      text = fmt::format(
+          "{}, {} iterations: DynArray {}", d->type, d->size,
+          join({versus(v && v->status == "ok" ? v->seconds : 0, d->seconds, "std::vector")}));
     }
     line("mixed", text);
   }

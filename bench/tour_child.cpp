@@ -18,6 +18,7 @@
 #include "histogram.hpp"
 #include "kernel_calls.hpp"
 #include "many_arrays.hpp"
+#include "throughput_build.hpp"
 #include "timeline.hpp"
 
 #if !defined(_WIN32)
@@ -122,9 +123,7 @@ int child_main(int argc, char** argv) {
       std::vector<double> times;
       const std::int64_t calls_before = rb::kernel_calls();
       for (std::uint64_t b = 0; b < batch; ++b) {
-        times.push_back(rb::with_type(*type, [&]<class T>() {
-          return rb::build<T>(*container, n, options, reserve, probe);
-        }));
+        times.push_back(rb::throughput_build(*container, *type, n, options, reserve, probe));
       }
       const double total = std::accumulate(times.begin(), times.end(), 0.0);
       // The library's memory calls only: the other containers' (malloc's mmap, brk, munmap) are
