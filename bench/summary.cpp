@@ -4,6 +4,7 @@
 #include "tour.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string_view>
 
 namespace reservoir::bench::tour {

@@ -24,8 +24,9 @@
 #if defined(__APPLE__)
 #include <mach-o/dyld.h>
 #elif defined(__FreeBSD__)
-#include <sys/sysctl.h>
 #include <sys/types.h>
+// sys/types.h first: sys/sysctl.h needs its types.
+#include <sys/sysctl.h>
 #endif
 extern char** environ;
 #endif

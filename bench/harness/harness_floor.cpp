@@ -14,8 +14,8 @@ int main(int argc, char** argv) {
 #else
     constexpr int kPopulate = 0;
 #endif
-    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | kPopulate,
-                     -1, 0);
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | kPopulate, -1, 0);
     if (m == MAP_FAILED) {
       std::perror("mmap");
       std::exit(3);
