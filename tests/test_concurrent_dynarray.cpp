@@ -24,6 +24,14 @@
 
 #include "support.hpp"
 
+#if !defined(_WIN32)
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#endif
+
 using reservoir::ConcurrentDynArray;
 namespace pal = reservoir::pal;
 
@@ -215,6 +223,81 @@ struct Slow {
 };
 
 }  // namespace
+
+#if !defined(_WIN32) && !defined(RESERVOIR_TEST_TSAN)
+namespace {
+// Waits for `pid` until `deadline`, then kills it. 0: exited with status 0; 1: hung (killed);
+// 2: exited otherwise or died of a signal.
+int wait_child(pid_t pid, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
+    if (r < 0) return 2;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      (void)::waitpid(pid, &status, 0);
+      return 1;
+    }
+    ::usleep(500);
+  }
+}
+}  // namespace
+
+// Forks while two threads push_back to a shared-mode array that commits a page at a time (so a
+// commit is in progress much of the time); each child appends once and exits. A child must
+// never wait for a thread that exists only in its parent. Prints "forks F, hangs H, failures X".
+RESERVOIR_CHILD("concurrent.fork_while_pushing") {
+  constexpr int kRounds = 40, kForksPerRound = 5;
+  constexpr std::size_t kMax = std::size_t{1} << 24;
+  int forks = 0, hangs = 0, failures = 0;
+  for (int round = 0; round < kRounds && hangs == 0; ++round) {
+    reservoir::ArenaOptions o;
+    o.commit_granule = o.max_commit_step = pal::page_size();  // a commit every page of elements
+    ConcurrentDynArray<int> a(reservoir::max_elements(kMax), o);
+    a.push_back(0);  // the owner: the threads below end solo mode before any fork
+    std::atomic<int> started{0};
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> pushers;
+    for (int t = 0; t < 2; ++t) {
+      pushers.emplace_back([&] {
+        try {
+          a.push_back(1);
+          started.fetch_add(1);
+          while (!stop.load(std::memory_order_relaxed))
+            a.push_back(2);
+        } catch (const std::length_error&) {  // full: this round is over
+        }
+      });
+    }
+    while (started.load() < 2 && a.size() < kMax / 2)
+      std::this_thread::yield();
+    for (int f = 0; f < kForksPerRound && a.size() < kMax / 2; ++f) {
+      const pid_t pid = ::fork();
+      if (pid < 0) {
+        ++failures;
+        continue;
+      }
+      if (pid == 0) {
+        try {
+          ::_exit(a.push_back(3) >= 1 ? 0 : 3);
+        } catch (...) {
+          ::_exit(4);
+        }
+      }
+      ++forks;
+      const int r = wait_child(pid, std::chrono::steady_clock::now() + std::chrono::seconds(20));
+      hangs += r == 1;
+      failures += r == 2;
+    }
+    stop = true;
+    for (std::thread& t : pushers)
+      t.join();
+  }
+  std::printf("forks %d, hangs %d, failures %d\n", forks, hangs, failures);
+  return hangs == 0 && failures == 0 && forks > 0 ? 0 : 1;
+}
+#endif
 
 TEST_SUITE("concurrent") {
   TEST_CASE("single-threaded basics and limits") {
@@ -1464,5 +1547,21 @@ TEST_SUITE("concurrent") {
     CHECK(a.size() == 2003);
     for (std::uint64_t v : a.published())
       REQUIRE(v != 0);
+  }
+
+  TEST_CASE("fork while two threads push_back: the child's append never waits for them") {
+#if defined(_WIN32) || defined(RESERVOIR_TEST_TSAN)
+    MESSAGE("skipped: no fork on Windows; ThreadSanitizer does not support forking threads");
+#else
+    if (kAddressSanitizer || test::under_valgrind()) {
+      MESSAGE("skipped under AddressSanitizer and valgrind: not fork-safe with threads");
+      return;
+    }
+    const test::ProcessResult r = test::run_child("concurrent.fork_while_pushing");
+    MESSAGE(test::describe(r) << ": " << r.output);
+    CHECK(r.exited);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("hangs 0,") != std::string::npos);
+#endif
   }
 }

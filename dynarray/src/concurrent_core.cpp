@@ -3,6 +3,7 @@
 // publishes). What every append runs is inline in detail/concurrent_core.hpp.
 #include <reservoir/detail/concurrent_core.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -40,20 +41,53 @@ std::size_t data_bytes(std::size_t max_size, std::size_t element_size, std::size
   return max_size * element_size + slack;
 }
 
-// commit_lock_ as a lock: held for one commit step (up to a few milliseconds); waiters yield.
+// Counts the forks this process descends from (bumped in each child). A commit lock is held under
+// the count of the process that took it, so a child can tell a lock that a thread of its parent
+// held at the fork (that thread does not exist in the child) from one held by a thread of its own.
+std::atomic<std::uint32_t> g_fork_generation{0};
+void count_fork_in_child() noexcept {
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Registers count_fork_in_child once per process. Where registration fails (no memory for it), a
+// child forked while a commit was in progress could wait for that commit: docs/api.md says so.
+void register_fork_count() noexcept {
+  static const bool registered = !pal::at_fork(nullptr, nullptr, &count_fork_in_child);
+  (void)registered;
+}
+
+// commit_lock_ as a lock, held for one commit step (up to a few milliseconds). Its word is 0 when
+// free, otherwise the holder's process stamp (odd, never 0). A waiter of the same process sleeps
+// in the OS until the holder lets go (std::atomic::wait: no spinning on a holder that is not
+// running, whatever the priorities); a lock held under another stamp was held by a thread of the
+// parent when this process was forked, which does not exist here: it is taken over. The
+// commit that thread had begun is made again (committing committed pages is harmless).
 class CommitLock {
  public:
-  explicit CommitLock(std::atomic<bool>& flag) noexcept : flag_(flag) {
-    while (flag_.exchange(true, std::memory_order_acquire))
-      while (flag_.load(std::memory_order_relaxed))
-        pal::yield_thread();
+  explicit CommitLock(std::atomic<std::uint16_t>& word) noexcept : word_(word) {
+    const auto me =
+        static_cast<std::uint16_t>((g_fork_generation.load(std::memory_order_relaxed) << 1) | 1u);
+    std::uint16_t held = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (held != me) {  // free, or left held by a thread that is not in this process
+        if (word_.compare_exchange_weak(held, me, std::memory_order_acquire,
+                                        std::memory_order_relaxed))
+          return;
+        continue;
+      }
+      word_.wait(held, std::memory_order_relaxed);
+      held = word_.load(std::memory_order_relaxed);
+    }
   }
-  ~CommitLock() { flag_.store(false, std::memory_order_release); }
+  ~CommitLock() {
+    word_.store(0, std::memory_order_release);
+    word_.notify_all();
+  }
   CommitLock(const CommitLock&) = delete;
   CommitLock& operator=(const CommitLock&) = delete;
 
  private:
-  std::atomic<bool>& flag_;
+  std::atomic<std::uint16_t>& word_;
 };
 
 }  // namespace
@@ -68,6 +102,7 @@ ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_
   data_offset_ =
       static_cast<std::uint32_t>(alignment > kMinBaseAlignment ? -base & (alignment - 1) : 0);
   if (pal::process_barrier_supported()) mode_.store(kSolo, std::memory_order_relaxed);
+  register_fork_count();
 }
 
 void ConcurrentCore::take(ConcurrentCore& other) noexcept {

@@ -73,6 +73,14 @@
 //     such barrier is available (Windows, macOS, FreeBSD, the posix-generic build) every append
 //     takes the shared path from the start. A thread started after the owner ended may be taken for
 //     the owner (same thread-local address), which is harmless: the owner is gone.
+//   - Commits: an append that needs more memory committed while another thread commits for the
+//     same array waits for that commit (one OS call), asleep in the OS rather than spinning, so a
+//     committer that lost its CPU to the waiter gets it back. A child forked while a thread of
+//     its parent was committing does not wait for that thread (it does not exist in the child):
+//     it takes the commit over and makes it again. Elements the parent's threads were appending
+//     at the fork stay unpublished in the child, so size() may not reach the child's own appends;
+//     an append in the child never waits for them. Where the OS has no fork handlers (or
+//     registering one failed: no memory), a child forked during a commit waits as a thread would.
 // Memory: the elements plus one ready byte per element, committed as the elements are; the ready
 // bytes' pages stay untouched until a block first finishes out of order (never while one thread
 // appends alone, unless it appends from inside one of its own constructions), after which each

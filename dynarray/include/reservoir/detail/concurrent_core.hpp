@@ -351,12 +351,12 @@ class ConcurrentCore {
   Arena data_arena_;
   Arena ready_arena_;
   size_type max_size_ = 0;
-  unsigned char* ready_ = nullptr;            // one mark per slot, zero until set
-  std::atomic<const void*> owner_{nullptr};   // the thread that appended first (solo)
-  std::atomic<size_type> capacity_{0};        // slots backed by committed memory
-  std::atomic<unsigned char> mode_{kShared};  // kSolo from construction where barriers work
-  std::atomic<bool> out_of_order_{false};     // some block was marked ready
-  std::atomic<bool> commit_lock_{false};      // held by the thread committing slots
+  unsigned char* ready_ = nullptr;             // one mark per slot, zero until set
+  std::atomic<const void*> owner_{nullptr};    // the thread that appended first (solo)
+  std::atomic<size_type> capacity_{0};         // slots backed by committed memory
+  std::atomic<unsigned char> mode_{kShared};   // kSolo from construction where barriers work
+  std::atomic<bool> out_of_order_{false};      // some block was marked ready
+  std::atomic<std::uint16_t> commit_lock_{0};  // held by the thread committing slots
   std::uint32_t data_offset_ = 0;  // from data_arena_'s base to the first slot (alignment.hpp)
   size_type solo_end_ = 0;         // the claims solo mode made; set once, when it ends
   // The claims: solo mode's (the owner's plain stores) and the shared ones (a separate counter,
