@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <numeric>
@@ -298,6 +299,20 @@ RESERVOIR_CHILD("concurrent.fork_while_pushing") {
   return hangs == 0 && failures == 0 && forks > 0 ? 0 : 1;
 }
 #endif
+
+// 15 elements through a Writer into an array of 10, the writer destroyed with no flush: the 5 that
+// do not fit are lost without any flush having reported it. Prints "dropped N size S" (a library
+// built without NDEBUG aborts in the writer's destructor instead).
+RESERVOIR_CHILD("concurrent.writer_drops_unreported") {
+  ConcurrentDynArray<int> a{reservoir::max_elements(10)};
+  {
+    auto w = a.writer();
+    for (int i = 0; i < 15; ++i)
+      w.push_back(i);
+  }
+  std::printf("dropped %zu size %zu\n", a.dropped(), a.size());
+  return 0;
+}
 
 TEST_SUITE("concurrent") {
   TEST_CASE("single-threaded basics and limits") {
@@ -973,6 +988,7 @@ TEST_SUITE("concurrent") {
         w.join();
       CHECK(a.size() == limit);
       CHECK(a.size() + left_over == accepted);
+      CHECK(a.dropped() == left_over);  // each writer's last flush threw: reported, then counted
       require_no_hole_no_duplicate(a);
     }
   }
@@ -1563,5 +1579,49 @@ TEST_SUITE("concurrent") {
     CHECK(r.exit_code == 0);
     CHECK(r.output.find("hangs 0,") != std::string::npos);
 #endif
+  }
+
+  TEST_CASE("a Writer never loses elements silently: flush throws, take_buffered, dropped()") {
+    // Explicitly: the flush that cannot append throws, the rest stays buffered and comes back.
+    ConcurrentDynArray<int> a{reservoir::max_elements(10)};
+    {
+      auto w = a.writer();
+      for (int i = 0; i < 15; ++i)
+        w.push_back(i);  // the 11th flushes the first 10
+      CHECK(a.size() == 10);
+      CHECK(w.buffered() == 5);
+      CHECK_THROWS_AS(w.flush(), std::length_error);
+      CHECK(w.buffered() == 5);
+      const std::vector<int> rest = w.take_buffered();
+      CHECK(rest == std::vector<int>{10, 11, 12, 13, 14});
+      CHECK(w.buffered() == 0);
+    }
+    CHECK(a.dropped() == 0);
+    for (int i = 0; i < 10; ++i)
+      CHECK(a[static_cast<std::size_t>(i)] == i);
+
+    // Reported, then destroyed: the program knew (the flush threw); the loss is counted.
+    ConcurrentDynArray<int> b{reservoir::max_elements(10)};
+    {
+      auto w = b.writer();
+      for (int i = 0; i < 15; ++i)
+        w.push_back(i);
+      CHECK_THROWS_AS(w.flush(), std::length_error);
+    }
+    CHECK(b.size() == 10);
+    CHECK(b.dropped() == 5);
+    ConcurrentDynArray<int> moved(std::move(b));  // the count moves with the elements
+    CHECK(moved.dropped() == 5);
+    CHECK(b.dropped() == 0);
+
+    // Never reported: a checked library stops the program, a release one counts the loss.
+    const test::ProcessResult r = test::run_child("concurrent.writer_drops_unreported");
+    MESSAGE(test::describe(r) << ": " << r.output);
+    if (reservoir::detail::writer_loss_aborts()) {
+      CHECK((!r.exited || r.exit_code == 3));  // SIGABRT; Windows' abort() exits with 3
+    } else {
+      CHECK(r.exited);
+      CHECK(r.output.find("dropped 5 size 10") != std::string::npos);
+    }
   }
 }

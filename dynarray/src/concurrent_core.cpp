@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -92,6 +94,30 @@ class CommitLock {
 
 }  // namespace
 
+void writer_dropped_unreported(std::size_t count, std::size_t max_size) noexcept {
+#if defined(NDEBUG)
+  (void)count;
+  (void)max_size;
+#else
+  // The one place the library prints: a checked build stops a silent loss of the user's data.
+  std::fprintf(stderr,
+               "reservoir::ConcurrentDynArray::Writer destroyed %zu buffered elements it could "
+               "not append (max_size() %zu, or the OS refused memory), and no flush() had "
+               "reported it: call flush() before the writer's end and handle what it throws "
+               "(take_buffered() hands back what did not fit)\n",
+               count, max_size);
+  std::abort();
+#endif
+}
+
+bool writer_loss_aborts() noexcept {
+#if defined(NDEBUG)
+  return false;
+#else
+  return true;
+#endif
+}
+
 ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_type alignment,
                                ArenaOptions options)
     : data_arena_(data_bytes(max_size, element_size, alignment), page_granular(options)),
@@ -112,6 +138,7 @@ void ConcurrentCore::take(ConcurrentCore& other) noexcept {
   ready_ = std::exchange(other.ready_, nullptr);
   data_offset_ = std::exchange(other.data_offset_, 0);
   solo_end_ = std::exchange(other.solo_end_, 0);
+  dropped_.store(other.dropped_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
   solo_claimed_.store(other.solo_claimed_.exchange(0, std::memory_order_relaxed),
                       std::memory_order_relaxed);
   claimed_.store(other.claimed_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);

@@ -47,7 +47,8 @@
 //     it and claims nothing, so no hole appears and every published element stays intact.
 //     append_range is all-or-nothing; a Writer's flush appends as many of its buffered elements
 //     as fit, oldest first, keeps the rest and then throws std::length_error (on
-//     OsAllocationError or std::system_error it keeps them all).
+//     OsAllocationError or std::system_error it keeps them all). A Writer destroyed with elements
+//     its final flush cannot append never loses them silently: see ~Writer and dropped().
 //   - A throwing constructor claims nothing: a constructor that cannot throw runs in the claimed
 //     slot; one that may throw runs before the claim, on a value built aside (on the stack, or on
 //     the heap past kMaxStackValueBytes; for append_range, a block built aside) that is then moved
@@ -280,6 +281,9 @@ class ConcurrentDynArray {
   size_type max_size() const noexcept { return core_.max_size(); }
   // Elements that fit in committed memory.
   size_type capacity() const noexcept { return core_.capacity(); }
+  // Elements this array's Writers destroyed at their end because their last flush could not
+  // append them (full, or memory or the barrier refused). 0 unless elements were lost.
+  size_type dropped() const noexcept { return core_.dropped(); }
 
   // i < size() (checked in debug builds by at()).
   const T& operator[](size_type i) const noexcept { return data()[i]; }
@@ -306,19 +310,29 @@ class ConcurrentDynArray {
         : array_(other.array_),
           buffer_(std::exchange(other.buffer_, {})),
           head_(std::exchange(other.head_, 0)),
-          block_(std::exchange(other.block_, 0)) {}
+          block_(std::exchange(other.block_, 0)),
+          reported_(std::exchange(other.reported_, false)) {}
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
     Writer& operator=(Writer&&) = delete;
 
-    // Flushes. A destructor cannot report errors: buffered elements that do not fit (or that the
-    // OS refuses memory or the barrier for) are destroyed unseen. Call flush() first to learn of
-    // it.
+    // Flushes. Buffered elements that the flush cannot append (the array is full, or the OS
+    // refuses memory or the barrier) are destroyed: never silently. Each one is counted in the
+    // array's dropped(), and where no flush() had thrown for them (the program was never told),
+    // a library built without NDEBUG prints what was dropped to stderr and aborts; a release
+    // library only counts them. Call flush() before a writer's end and handle what it throws
+    // (take_buffered() hands back what did not fit) to decide instead.
     ~Writer() {
+      if (buffered() == 0) return;
+      const bool reported = reported_;
       try {
         flush();
+        return;
       } catch (...) {  // std::length_error, OsAllocationError or std::system_error: see above
       }
+      const size_type lost = buffered();
+      array_->core_.count_dropped(lost);
+      if (!reported) detail::writer_dropped_unreported(lost, array_->max_size());
     }
 
     // Adds an element to the buffer, flushing it first if it is full; the element has no index
@@ -347,17 +361,25 @@ class ConcurrentDynArray {
       const size_type pending = buffer_.size() - head_;
       if (pending == 0) return array_->max_size();
       size_type count = 0;
-      const size_type first = array_->claim(pending, true, &count);  // throws: none taken
+      size_type first = 0;
+      try {
+        first = array_->claim(pending, true, &count);  // throws: none taken
+      } catch (...) {
+        reported_ = true;  // the program was told about the buffered elements
+        throw;
+      }
       std::uninitialized_move_n(buffer_.begin() + static_cast<std::ptrdiff_t>(head_), count,
                                 array_->slots() + first);  // nothrow
       array_->core_.publish(first, count);
       if (count == pending) {
         buffer_.clear();
         head_ = 0;
+        reported_ = false;
         return first;
       }
       // The rest stays buffered after the moved-from ones (no assignment: T need not have one).
       head_ += count;
+      reported_ = true;
       throw std::length_error(
           "reservoir::ConcurrentDynArray::Writer: the array is full at "
           "max_size() " +
@@ -368,6 +390,21 @@ class ConcurrentDynArray {
 
     // Elements appended to this writer and not yet flushed.
     size_type buffered() const noexcept { return buffer_.size() - head_; }
+
+    // Hands the buffered elements back, oldest first, and leaves the writer empty and usable:
+    // for the elements a flush() could not append (the array is full). Throws std::bad_alloc
+    // (nothing taken) if the returned vector cannot be allocated.
+    std::vector<T> take_buffered() {
+      std::vector<T> out;
+      out.reserve(buffered());
+      for (auto it = buffer_.begin() + static_cast<std::ptrdiff_t>(head_); it != buffer_.end();
+           ++it)
+        out.push_back(std::move(*it));  // nothrow: reserved, T nothrow move constructible
+      buffer_.clear();
+      head_ = 0;
+      reported_ = false;
+      return out;
+    }
 
    private:
     friend class ConcurrentDynArray;
@@ -391,7 +428,8 @@ class ConcurrentDynArray {
     ConcurrentDynArray* array_;
     std::vector<T> buffer_;  // [head_, size()) buffered; before head_: moved into the array
     size_type head_ = 0;
-    size_type block_ = 0;  // flush when the buffer holds this many
+    size_type block_ = 0;    // flush when the buffer holds this many
+    bool reported_ = false;  // a flush threw since the buffer was last emptied
   };
 
   // A writer for the calling thread. Cheap: it allocates its buffer on its first append.

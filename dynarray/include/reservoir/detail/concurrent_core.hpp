@@ -16,6 +16,13 @@
 
 namespace reservoir::detail {
 
+// A Writer's destructor destroyed `count` buffered elements that no flush() had reported (the
+// array's max_size() is given for the message). A library built without NDEBUG prints that to
+// stderr and aborts; a release library returns (the loss is counted in dropped()).
+void writer_dropped_unreported(std::size_t count, std::size_t max_size) noexcept;
+// Whether writer_dropped_unreported aborts in this build of the library.
+bool writer_loss_aborts() noexcept;
+
 // Atomic access to a plain byte (ConcurrentDynArray's ready marks): loads acquire, stores release.
 #if defined(__cpp_lib_atomic_ref)
 inline constexpr bool kByteAtomicsLockFree =
@@ -157,6 +164,10 @@ class ConcurrentCore {
   }
 
   [[noreturn]] void throw_full() const;
+
+  // Elements Writers destroyed unappended (see ConcurrentDynArray::dropped()).
+  size_type dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  void count_dropped(size_type n) noexcept { dropped_.fetch_add(n, std::memory_order_relaxed); }
 
  private:
   // ---- solo mode --------------------------------------------------------------------------------
@@ -365,6 +376,7 @@ class ConcurrentCore {
   alignas(64) std::atomic<size_type> claimed_{0};  // slots handed out once shared
   std::atomic<size_type> solo_claimed_{0};         // slots handed out in solo mode
   std::atomic<unsigned> solo_depth_{0};            // the owner's solo sections in progress
+  std::atomic<size_type> dropped_{0};              // written only when a Writer loses elements
   // A prefix that is constructed and visible (size() may find more); mutable: size() advances it.
   alignas(64) mutable std::atomic<size_type> published_{0};
 };
