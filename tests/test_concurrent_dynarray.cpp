@@ -1624,4 +1624,51 @@ TEST_SUITE("concurrent") {
       CHECK(r.output.find("dropped 5 size 10") != std::string::npos);
     }
   }
+
+  TEST_CASE("the array is a range over its published prefix: range-for, std::ranges algorithms") {
+    static_assert(std::ranges::random_access_range<ConcurrentDynArray<int>>);
+    static_assert(std::ranges::contiguous_range<const ConcurrentDynArray<int>>);
+    ConcurrentDynArray<int> empty;  // no reservation: an empty range
+    CHECK(empty.begin() == empty.end());
+    CHECK(std::ranges::count(empty, 0) == 0);
+    ConcurrentDynArray<int> moved_from{reservoir::max_elements(4)};
+    ConcurrentDynArray<int> target(std::move(moved_from));
+    CHECK(moved_from.begin() == moved_from.end());
+
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(1'000'000)};
+    const std::vector<std::uint64_t> same{1, 2, 3, 2, 1};  // std::vector: the same answers
+    for (std::uint64_t v : same)
+      a.push_back(v);
+    std::uint64_t sum = 0;
+    for (std::uint64_t v : a)
+      sum += v;
+    CHECK(sum == 9);
+    CHECK(std::ranges::count(a, 2u) == std::ranges::count(same, 2u));
+    CHECK(std::ranges::find(a, 3u) - a.begin() == std::ranges::find(same, 3u) - same.begin());
+    CHECK(std::ranges::find(a, 7u) == a.end());
+    CHECK(std::ranges::equal(a, same));
+
+    // While 2 threads append: each snapshot holds only published, whole values, in order per
+    // thread, and a value found is one that was appended.
+    ConcurrentDynArray<std::uint64_t> b{reservoir::max_elements(1'000'000)};
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> appenders;
+    for (std::uint64_t t = 1; t <= 2; ++t) {
+      appenders.emplace_back([&b, &stop, t] {
+        for (std::uint64_t s = 1; s <= stress_scale(200'000) && !stop.load(); ++s)
+          b.push_back(encode(t, s));
+      });
+    }
+    for (int scan = 0; scan < 50; ++scan) {
+      const auto first = b.begin(), last = b.end();
+      CHECK(std::ranges::count(first, last, std::uint64_t{0}) == 0);  // no hole in the snapshot
+      const auto it = std::ranges::find(b, encode(1, 1));
+      CHECK((it == b.end() || *it == encode(1, 1)));
+    }
+    stop = true;
+    for (auto& t : appenders)
+      t.join();
+    CHECK(static_cast<std::size_t>(std::ranges::distance(b)) == b.size());
+    require_no_hole_no_duplicate(b);
+  }
 }

@@ -297,6 +297,13 @@ class ConcurrentDynArray {
   }
   // The published prefix as it is now; later appends do not invalidate it.
   std::span<const T> published() const noexcept { return {data(), size()}; }
+  // The array as a range over its published prefix (range-for, std::ranges algorithms): begin()
+  // is data(); end() is data() + size() at the moment it is called, so a loop or an algorithm
+  // that takes end() once walks the prefix published then, a snapshot that later appends never
+  // invalidate (nothing moves). Each call of end() may see a longer prefix: for a begin, end and
+  // size that agree with each other, take published() once.
+  const T* begin() const noexcept { return data(); }
+  const T* end() const noexcept { return data() + size(); }
   const T* data() const noexcept { return static_cast<const T*>(core_.data()); }
 
   // Appends for one thread at a time, gathered in a buffer and appended as blocks (see the
@@ -461,6 +468,9 @@ class ConcurrentDynArray {
 
   detail::ConcurrentCore core_;
 };
+static_assert(std::ranges::contiguous_range<const ConcurrentDynArray<int>> &&
+                  std::ranges::contiguous_range<ConcurrentDynArray<int>>,
+              "the published prefix is a contiguous range");
 static_assert(sizeof(void*) != 8 || sizeof(ConcurrentDynArray<int>) <= 256,
               "a ConcurrentDynArray is at most four cache lines");
 #if defined(_MSC_VER)
