@@ -1671,4 +1671,97 @@ TEST_SUITE("concurrent") {
     CHECK(static_cast<std::size_t>(std::ranges::distance(b)) == b.size());
     require_no_hole_no_duplicate(b);
   }
+
+  TEST_CASE("plain push_back from 2 to 16 threads: one fetch_add each, no failed claim, no retry") {
+    for (unsigned threads : {2u, 4u, 8u, 16u}) {
+      const std::uint64_t each = stress_scale(100'000);
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(threads * each)};
+      std::atomic<std::uint64_t> failed{0}, single{0}, past{0}, refused{0};
+      std::vector<std::thread> pool;
+      for (unsigned t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+          const reservoir::detail::ClaimCounts before = reservoir::detail::claim_counts();
+          for (std::uint64_t s = 1; s <= each; ++s)
+            a.push_back(encode(t, s));
+          const reservoir::detail::ClaimCounts& after = reservoir::detail::claim_counts();
+          failed += after.failed_cas - before.failed_cas;
+          single += after.single - before.single;
+          past += after.past_capacity - before.past_capacity;
+          refused += after.refused - before.refused;
+        });
+      }
+      for (auto& t : pool)
+        t.join();
+      MESSAGE(threads << " threads: " << threads * each << " appends, " << single.load()
+                      << " off the fast path (" << past.load() << " past capacity), "
+                      << failed.load() << " failed claims");
+      CHECK(failed == 0);   // a fetch_add never fails: no retry, whatever the contention
+      CHECK(refused == 0);  // and none was undone
+      CHECK(single < threads * each / 8);  // the rest took the fast path: one RMW, no branch out
+      CHECK(a.size() == threads * each);
+      require_no_hole_no_duplicate(a);
+    }
+  }
+
+  TEST_CASE("16 threads push_back past max_size(): exactly full, every refusal a length_error") {
+    const std::size_t limit = valgrind_scale(50'000) + 7;
+    for (int round = 0; round < 3; ++round) {
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(limit)};
+      std::atomic<std::uint64_t> kept{0}, full{0};
+      std::vector<std::thread> pool;
+      for (unsigned t = 0; t < 16; ++t) {
+        pool.emplace_back([&, t] {
+          for (std::uint64_t s = 1; s <= limit / 4; ++s) {
+            try {
+              a.push_back(encode(t, s));
+              ++kept;
+            } catch (const std::length_error&) {
+              ++full;
+            }
+          }
+        });
+      }
+      for (auto& t : pool)
+        t.join();
+      CHECK(kept == limit);
+      CHECK(a.size() == limit);
+      CHECK(full == 16 * (limit / 4) - limit);
+      CHECK_THROWS_AS(a.push_back(1), std::length_error);  // still full, claims reopened
+      require_no_hole_no_duplicate(a);
+    }
+  }
+
+  TEST_CASE("refused commits while 4 threads push_back: nothing added for a refusal, no hole") {
+    reservoir::ArenaOptions o;
+    o.commit_granule = o.max_commit_step = pal::page_size();  // many commits
+    const std::uint64_t each = test::under_valgrind() ? 5'000 : 20'000;
+    ConcurrentDynArray<std::uint64_t> a(reservoir::max_elements(kWriters * each * 2), o);
+    a.push_back(encode(9, 1));
+    std::thread([&] { a.push_back(encode(9, 2)); }).join();  // shared mode from here
+    std::atomic<std::uint64_t> added{2}, refused{0};
+    {
+      test::FaultGuard fault(pal::Op::commit, 10, 40);  // the 11th..50th commits fail
+      std::vector<std::thread> pool;
+      for (int t = 0; t < kWriters; ++t) {
+        pool.emplace_back([&, t] {
+          for (std::uint64_t s = 1; s <= each; ++s) {
+            try {
+              a.push_back(encode(static_cast<std::uint64_t>(t), s));
+              ++added;
+            } catch (const reservoir::OsAllocationError&) {
+              ++refused;  // this value was not added
+            }
+          }
+        });
+      }
+      for (auto& t : pool)
+        t.join();
+    }
+    CHECK(refused > 0);
+    CHECK(a.size() == added);
+    require_no_hole_no_duplicate(a);
+    const std::size_t next = a.push_back(encode(9, 3));  // the claims reopened after the refusals
+    CHECK(next == added);
+    CHECK(a.size() == added + 1);
+  }
 }

@@ -110,6 +110,11 @@ void writer_dropped_unreported(std::size_t count, std::size_t max_size) noexcept
 #endif
 }
 
+ClaimCounts& claim_counts() noexcept {
+  static thread_local ClaimCounts counts;
+  return counts;
+}
+
 bool writer_loss_aborts() noexcept {
 #if defined(NDEBUG)
   return false;
@@ -182,7 +187,7 @@ void ConcurrentCore::end_solo() {
     while (solo_depth_.load(std::memory_order_acquire) != 0)
       pal::yield_thread();
     solo_end_ = solo_claimed_.load(std::memory_order_relaxed);
-    claimed_.store(solo_end_, std::memory_order_relaxed);
+    claimed_.store(solo_end_, std::memory_order_seq_cst);
     mode_.store(kShared, std::memory_order_release);
     return;
   }
@@ -199,22 +204,28 @@ unsigned char ConcurrentCore::wait_while_revoking() const noexcept {
 ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, size_type n,
                                                        bool partial, size_type* claimed_count) {
   for (;;) {
-    size_type i = claimed_.load(std::memory_order_relaxed);
+    std::uint64_t word = claimed_.load(std::memory_order_seq_cst);
     size_type k = n;
     unsigned spins = kFirstBackoff;
     for (;;) {
+      // Closed: one-slot claims are being undone after a refused commit or a full array; a
+      // block claims nothing meanwhile and reports what closed them.
+      if ((word & kClosed) != 0)
+        throw_closed(element_size, static_cast<size_type>(word & ~kClosed));
+      const auto i = static_cast<size_type>(word);
       if (partial) {
-        k = (std::min)(n, max_size_ - i);  // claimed_ <= capacity_ <= max_size_
+        k = i < max_size_ ? (std::min)(n, max_size_ - i) : 0;
         if (k == 0) throw_full();
       }
-      const size_type cap = capacity_.load(std::memory_order_acquire);
+      const size_type cap = capacity_.load(std::memory_order_seq_cst);
       if (i > cap || k > cap - i) break;
-      // Strong: a failure means another thread claimed. Relaxed: claimed_ only hands out
-      // indices; the marks and published_ carry the elements.
-      if (claimed_.compare_exchange_strong(i, i + k, std::memory_order_relaxed)) {
+      // Strong: a failure means another thread claimed. The marks and published_ carry the
+      // elements; seq_cst orders the claim with the capacity loaded (see claim_one_slow).
+      if (claimed_.compare_exchange_strong(word, word + k, std::memory_order_seq_cst)) {
         if (claimed_count != nullptr) *claimed_count = k;
         return i;
       }
+      ++claim_counts().failed_cas;
       if (spins > kMaxSpin) {
         pal::yield_thread();
       } else {
@@ -222,9 +233,131 @@ ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, s
           cpu_pause();
         spins *= 2;
       }
-      i = claimed_.load(std::memory_order_relaxed);  // fresh after the wait
+      word = claimed_.load(std::memory_order_seq_cst);  // fresh after the wait
     }
-    commit_slots(element_size, i, k);  // throws, or capacity_ >= i + k (or another thread did it)
+    // throws, or capacity_ >= i + k (or another thread did it)
+    commit_slots(element_size, static_cast<size_type>(word), k);
+  }
+}
+
+// One-slot claims past the fast path. Why a claim is never undone once it is below capacity:
+// the claims close (kClosed set in claimed_) only under the commit lock, at C = capacity_ then,
+// and while they are closed nothing commits (every commit checks kClosed under the lock). A
+// closing undoes exactly the one-slot claims at or past C: those made before it whose slot is
+// at or past C, and every claim made while closed (it sees kClosed in its own ticket). Each such
+// claim leaves (takes 1 off the count), and the last one to leave sets claimed_ back to C, open:
+// so the claims reopen only after every undone claim has seen that it was. Blocks never claim
+// past capacity (their compare-and-swap checks it first), so no block is at or past C.
+// A claim with ticket t < C is kept. For the fast path's check t < cap_before to imply t < C,
+// cap_before (loaded before the fetch_add) must not exceed C: capacity_ only grows, its stores
+// are seq_cst and made under the lock, and a store after the closing follows it in the single
+// total order, which the ticket's fetch_add precedes (it was not closed).
+ConcurrentCore::size_type ConcurrentCore::claim_one_slow(size_type element_size,
+                                                         std::uint64_t ticket,
+                                                         size_type cap_before) {
+  ClaimCounts& counts = claim_counts();
+  ++counts.single;
+  if ((ticket & kClosed) != 0) {  // claimed while closed: undone at once
+    ++counts.refused;
+    const auto i = static_cast<size_type>(ticket & ~kClosed);
+    try {
+      throw_closed(element_size, i);
+    } catch (...) {
+      leave_closed();  // after reading why: the claims may close again once it has left
+      throw;
+    }
+  }
+  const auto i = static_cast<size_type>(ticket);
+  if (i < cap_before) {  // in the headroom: kept; commit the next step before it is needed
+    commit_ahead(element_size, cap_before);
+    return i;
+  }
+  ++counts.past_capacity;
+  // Kept once capacity_ covers it; undone if the claims are closed while it is past capacity_
+  // (then its own closing has not reopened, as it has not left). claimed_ is loaded before
+  // capacity_, so that a closing seen is not newer than the capacity compared with.
+  std::uint64_t word = claimed_.load(std::memory_order_seq_cst);
+  if (i < capacity_.load(std::memory_order_seq_cst)) return i;
+  if ((word & kClosed) == 0) {
+    const CommitLock lock(commit_lock_);  // asleep while another thread commits
+    word = claimed_.load(std::memory_order_seq_cst);
+    const size_type cap = capacity_.load(std::memory_order_seq_cst);
+    if (i < cap) return i;
+    if ((word & kClosed) == 0) {
+      // Open and past capacity: commit for every one-slot claim handed out (up to max_size()),
+      // or close the claims if that is refused or this slot is past max_size().
+      const size_type want = static_cast<size_type>((std::min)(
+          static_cast<std::uint64_t>(max_size_), (std::max)(std::uint64_t{i} + 1, word)));
+      unsigned char reason = kClosedFull;
+      std::error_code error;
+      if (want > cap) {
+        try {
+          commit_locked(element_size, want);
+        } catch (const OsAllocationError& e) {
+          reason = kClosedRefused;
+          error = e.code();
+        } catch (...) {  // std::bad_alloc from a message: refused too
+          reason = kClosedRefused;
+          error = std::make_error_code(std::errc::not_enough_memory);
+        }
+      }
+      if (i < capacity_.load(std::memory_order_seq_cst)) return i;
+      close_claims(reason, error);
+    }
+  }
+  ++counts.refused;
+  try {
+    throw_closed(element_size, i);
+  } catch (...) {
+    leave_closed();
+    throw;
+  }
+}
+
+void ConcurrentCore::close_claims(unsigned char reason, std::error_code error) noexcept {
+  closed_reason_.store(reason, std::memory_order_relaxed);
+  closed_error_value_.store(error.value(), std::memory_order_relaxed);
+  closed_error_category_.store(&error.category(), std::memory_order_relaxed);
+  closed_at_.store(capacity_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  // The fields above reach every claim that sees kClosed through claimed_'s release sequence.
+  claimed_.fetch_or(kClosed, std::memory_order_seq_cst);
+}
+
+void ConcurrentCore::leave_closed() noexcept {
+  const std::uint64_t reopen = closed_at_.load(std::memory_order_relaxed);
+  std::uint64_t word = claimed_.fetch_sub(1, std::memory_order_seq_cst) - 1;
+  // The last undone claim to leave reopens. A failed exchange means another claim came (it is
+  // undone, and will leave and check in turn).
+  if (word == (kClosed | reopen))
+    (void)claimed_.compare_exchange_strong(word, reopen, std::memory_order_seq_cst);
+}
+
+void ConcurrentCore::throw_closed(size_type element_size, size_type i) const {
+  if (closed_reason_.load(std::memory_order_relaxed) != kClosedRefused) throw_full();
+  const std::error_category* const category =
+      closed_error_category_.load(std::memory_order_relaxed);
+  const std::error_code error(closed_error_value_.load(std::memory_order_relaxed),
+                              category != nullptr ? *category : std::generic_category());
+  throw OsAllocationError("commit", element_size,
+                          static_cast<const std::byte*>(data()) + i * element_size, error,
+                          "the commit this ConcurrentDynArray needed for the slot was refused; "
+                          "nothing was appended");
+}
+
+void ConcurrentCore::commit_ahead(size_type element_size, size_type cap_before) noexcept {
+  if (capacity_.load(std::memory_order_relaxed) != cap_before ||
+      commit_lock_.load(std::memory_order_relaxed) != 0 || cap_before >= max_size_ ||
+      ahead_refused_at_.load(std::memory_order_relaxed) == cap_before)
+    return;  // committed since, being committed, nothing left, or refused at this capacity
+  ++claim_counts().commits_ahead;
+  const CommitLock lock(commit_lock_);
+  if (capacity_.load(std::memory_order_relaxed) != cap_before ||
+      (claimed_.load(std::memory_order_seq_cst) & kClosed) != 0)
+    return;
+  try {
+    commit_locked(element_size, cap_before + 1);  // the arenas commit a whole step
+  } catch (...) {  // refused: the claim that needs it will meet the refusal itself
+    ahead_refused_at_.store(cap_before, std::memory_order_relaxed);
   }
 }
 
@@ -233,9 +366,16 @@ void ConcurrentCore::commit_slots(size_type element_size, size_type i, size_type
   const size_type cap = capacity_.load(std::memory_order_relaxed);
   if (i <= cap && n <= cap - i) return;  // another thread did it
   if (i > max_size_ || n > max_size_ - i) throw_full();
+  const std::uint64_t word = claimed_.load(std::memory_order_seq_cst);
+  if ((word & kClosed) != 0) throw_closed(element_size, i);  // nothing commits while closed
+  commit_locked(element_size, i + n);
+}
+
+void ConcurrentCore::commit_locked(size_type element_size, size_type end) {
   // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
   // from fresh or decommitted memory, so they read as zero (not ready).
-  data_arena_.commit(data_offset_ + (i + n) * element_size);  // strong guarantee on failure
+  if (end > max_size_) throw_full();
+  data_arena_.commit(data_offset_ + end * element_size);  // strong guarantee on failure
   const size_type data_cap =
       (std::min)((data_arena_.committed() - data_offset_) / element_size, max_size_);
   // The marks are written only when blocks finish out of order, so while one thread appends
@@ -249,7 +389,7 @@ void ConcurrentCore::commit_slots(size_type element_size, size_type i, size_type
   const size_type flags = (std::min)(ready_arena_.committed(), max_size_);
   // No thread reads a mark at or above the old capacity before the release store below
   // publishes it.
-  capacity_.store((std::min)(data_cap, flags), std::memory_order_release);
+  capacity_.store((std::min)(data_cap, flags), std::memory_order_seq_cst);
 }
 
 ConcurrentCore::size_type ConcurrentCore::advance_published(size_type p) const noexcept {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <system_error>
 
 #include <reservoir/arena.hpp>
 
@@ -22,6 +23,17 @@ namespace reservoir::detail {
 void writer_dropped_unreported(std::size_t count, std::size_t max_size) noexcept;
 // Whether writer_dropped_unreported aborts in this build of the library.
 bool writer_loss_aborts() noexcept;
+
+// What the calling thread's shared-mode claims did beyond their one atomic read-modify-write,
+// counted on those slow paths only (the fast paths count nothing): for tests and the bench.
+struct ClaimCounts {
+  std::uint64_t single = 0;         // one-slot claims that left the fast path (for the next)
+  std::uint64_t failed_cas = 0;     // block claims' lost compare-and-swaps (each one a retry)
+  std::uint64_t commits_ahead = 0;  // one-slot claims that committed the next step ahead
+  std::uint64_t past_capacity = 0;  // one-slot claims that had to wait for or make a commit
+  std::uint64_t refused = 0;        // one-slot claims undone by a refused commit or a full array
+};
+ClaimCounts& claim_counts() noexcept;  // the calling thread's
 
 // Atomic access to a plain byte (ConcurrentDynArray's ready marks): loads acquire, stores release.
 #if defined(__cpp_lib_atomic_ref)
@@ -112,8 +124,12 @@ class ConcurrentCore {
   size_type claim(size_type element_size, size_type n = 1, bool partial = false,
                   size_type* claimed_count = nullptr) {
     const Section section(*this, Section::ForClaim{});
-    return section.solo() ? claim_solo(element_size, n, partial, claimed_count)
-                          : claim_shared(element_size, n, partial, claimed_count);
+    if (section.solo()) return claim_solo(element_size, n, partial, claimed_count);
+    if (n == 1) {
+      if (claimed_count != nullptr) *claimed_count = 1;
+      return claim_one(element_size);
+    }
+    return claim_shared(element_size, n, partial, claimed_count);
   }
   // The owner's whole append of one slot in solo mode, for an element whose construction runs
   // none of the user's code (a trivial copy: it cannot throw, append nor wait). Calls
@@ -158,6 +174,8 @@ class ConcurrentCore {
     const Section section(*this, Section::ForPublish{});
     if (section.solo()) {
       publish_solo(i, n);
+    } else if (n == 1) {
+      mark_ready(i, 1);  // one release store: readers move published_ over it
     } else {
       publish_shared(i, n);
     }
@@ -183,6 +201,7 @@ class ConcurrentCore {
   // Constructions are outside these sections, so nobody waits for one. A trivial copy's append
   // (append_solo) has no section: its claim is the announcement, and the owner waits instead.
   enum : unsigned char { kSolo, kRevoking, kShared };
+  enum : unsigned char { kClosedFull = 1, kClosedRefused = 2 };
 
   // One claim or one publish: solo or shared, decided when it starts.
   class Section {
@@ -292,14 +311,48 @@ class ConcurrentCore {
 
   // ---- shared mode ------------------------------------------------------------------------------
 
+  // One slot, shared mode: one fetch_add, which never fails, so threads that claim at once never
+  // retry (a lost compare-and-swap is a retry, and retries grow with the thread count). The
+  // capacity is checked after the claim, against a value loaded before it (the proof that such a
+  // claim is never undone is at claim_one_slow). Past capacity minus a headroom the claim takes
+  // the slow path, which commits ahead, waits for a commit or undoes the claim.
+  static constexpr std::uint64_t kClosed = std::uint64_t{1} << 63;
+  size_type claim_one(size_type element_size) {
+    const size_type cap = capacity_.load(std::memory_order_seq_cst);
+    const std::uint64_t ticket = claimed_.fetch_add(1, std::memory_order_seq_cst);
+    if (ticket < cap - (std::min)(cap >> kAheadShift, kAheadMost))
+      return static_cast<size_type>(ticket);
+    return claim_one_slow(element_size, ticket, cap);
+  }
+  // A claim among the last 1/2^kAheadShift of the committed slots (at most kAheadMost of them)
+  // commits the next step ahead, if no other thread is committing.
+  static constexpr unsigned kAheadShift = 4;
+  static constexpr size_type kAheadMost = 1024;
+  size_type claim_one_slow(size_type element_size, std::uint64_t ticket, size_type cap_before);
+  // Undoes a one-slot claim made while claims were closed or undone by a closing (a claim of a
+  // slot at or past closed_at_), reopening the claims when it is the last such claim left.
+  void leave_closed() noexcept;
+  // Closes the claims after a refused commit or a claim past max_size (under the commit lock):
+  // every one-slot claim at or past capacity_ is undone, and the counter goes back to capacity_
+  // once they all have left.
+  void close_claims(unsigned char reason, std::error_code error) noexcept;
+  // Throws what closed the claims (std::length_error or OsAllocationError) for slot i.
+  [[noreturn]] void throw_closed(size_type element_size, size_type i) const;
+  // Commits the next step ahead if no other thread is committing (never waits, never throws).
+  void commit_ahead(size_type element_size, size_type cap_before) noexcept;
+
   // Claims with one CAS (see claim()), committing more memory first if needed. A lost CAS means
   // another thread is appending right now: it backs off (spinning, from about a microsecond up
   // to about 25, then yielding the CPU), so that the winner goes on appending with the counter's
   // cache line in its own cache rather than the two trading the line for every element.
   size_type claim_shared(size_type element_size, size_type n, bool partial,
                          size_type* claimed_count);
-  // Commits memory for slots [i, i + n): once, whichever thread gets here first.
+  // Commits memory for slots [i, i + n): once, whichever thread gets here first. Throws what
+  // closed the claims if they are closed (nothing commits then: see claim_one_slow).
   void commit_slots(size_type element_size, size_type i, size_type n);
+  // Commits slots up to `end` (> capacity_, <= max_size_, else std::length_error): the commit
+  // lock is held, the claims are open.
+  void commit_locked(size_type element_size, size_type end);
 
   // Publishes [i, i + n) without a read-modify-write. When published_ is i (the block is next)
   // a release store moves it past the block: nobody else can move it from i, as other threads
@@ -373,10 +426,17 @@ class ConcurrentCore {
   // The claims: solo mode's (the owner's plain stores) and the shared ones (a separate counter,
   // so that a claim stored after solo mode ended, see append_solo, cannot overwrite a shared
   // one). One line: in each mode only one of them is written.
-  alignas(64) std::atomic<size_type> claimed_{0};  // slots handed out once shared
-  std::atomic<size_type> solo_claimed_{0};         // slots handed out in solo mode
-  std::atomic<unsigned> solo_depth_{0};            // the owner's solo sections in progress
-  std::atomic<size_type> dropped_{0};              // written only when a Writer loses elements
+  // claimed_ is the count of shared claims, with kClosed set while the claims are closed (see
+  // claim_one_slow). The rest of the line is written only when solo mode or the claims close.
+  alignas(64) std::atomic<std::uint64_t> claimed_{0};  // slots handed out once shared
+  std::atomic<size_type> solo_claimed_{0};             // slots handed out in solo mode
+  std::atomic<unsigned> solo_depth_{0};                // the owner's solo sections in progress
+  std::atomic<unsigned char> closed_reason_{0};        // kClosedFull or kClosedRefused
+  std::atomic<int> closed_error_value_{0};             // the refused commit's error
+  std::atomic<const std::error_category*> closed_error_category_{nullptr};
+  std::atomic<size_type> closed_at_{0};         // capacity_ when the claims closed
+  std::atomic<size_type> ahead_refused_at_{0};  // capacity_ when a commit ahead was refused
+  std::atomic<size_type> dropped_{0};           // written only when a Writer loses elements
   // A prefix that is constructed and visible (size() may find more); mutable: size() advances it.
   alignas(64) mutable std::atomic<size_type> published_{0};
 };
