@@ -6,14 +6,14 @@
 //
 // Two ways to append:
 //   - Through the array: push_back/emplace_back/append_range/emplace_back_with/try_emplace_back,
-//     from any number of threads. Each call claims its slots (one slot, or a block of consecutive
-//     slots for append_range) with one compare-and-swap on a shared counter (with plain stores
-//     while one thread appends alone: solo mode, below), constructs the elements in place and
-//     publishes them with plain stores before it returns. Simple, and the new element's index is
-//     known at once. Threads that do nothing else contend on that counter's cache line: a thread
-//     that loses the compare-and-swap backs off for a microsecond or more, so that the winner
-//     appends a run of elements with the line in its own cache instead of the two trading it for
-//     every element.
+//     from any number of threads. Each call claims its slots on a shared counter (with plain
+//     stores while one thread appends alone: solo mode, below), constructs the elements in place
+//     and publishes them with plain stores before it returns. Simple, and the new element's index
+//     is known at once. One slot is claimed with one fetch_add, which never fails however many
+//     threads claim at once (no retry); the capacity is checked after it, and a claim that finds
+//     no committed slot commits or waits for the commit (below). A block of consecutive slots
+//     (append_range) is claimed with one compare-and-swap, checked against the capacity first; a
+//     thread that loses it backs off for a microsecond or more before trying again.
 //   - Through a Writer, one per thread (`auto w = arr.writer(); w.push_back(x);`): the writer
 //     gathers elements in its own buffer without touching memory that other threads use, and
 //     appends them as one block of consecutive indices, claimed with one atomic operation, when
@@ -87,12 +87,17 @@
 // appends alone, unless it appends from inside one of its own constructions), after which each
 // new commit of them is prefaulted.
 // Cost: in solo mode, an append is a few plain loads and stores around the construction. Once
-// shared, an append claims with one CAS and, when its block is next, publishes it with a plain
-// store; one that finishes before its predecessor marks its block ready with one byte per
-// power-of-two chunk of it (at most 64) for size() to find. Appends through the array share the
-// claim counter's cache line once per call (a lost claim backs off: see above); a Writer
-// touches shared lines once per buffer. size() is two loads and a byte load when nothing
-// finished out of order since the last call, otherwise one byte load per ready chunk it passes.
+// shared, a one-slot append is one fetch_add and one ready-mark store (size() moves the prefix
+// over the marks); a block claims with one CAS and, when it is next, publishes it with a plain
+// store, otherwise it marks itself ready with one byte per power-of-two chunk of it (at most 64)
+// for size() to find. Appends through the array share the claim counter's cache line once per
+// call; a Writer touches shared lines once per buffer. A refused commit or a one-slot claim past
+// max_size() closes the claims for a moment: the one-slot claims at or past the committed
+// capacity are undone (each throws what the refusal was) and the counter goes back to the
+// capacity once the last of them has returned, so no slot below a filled one stays empty; a claim
+// made meanwhile throws the same error and adds nothing. size() is two loads and a byte load when
+// nothing finished out of order since the last call, otherwise one byte load per ready chunk it
+// passes.
 #pragma once
 
 #include <algorithm>
