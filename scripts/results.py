@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""Writes the README's results section from the bench's JSON in docs/results/.
+"""Writes the README's results section and docs/results.md from the bench's JSON in docs/results/.
 
     scripts/results.py [--check] [--plots]
 
-Reads the bench's JSON files in docs/results/ and replaces the lines between `<!-- results:begin`
-and `<!-- results:end -->` in README.md with the figures they hold, each beside the first-touch
-fault cost of the machine and run it was measured on:
+Reads the bench's JSON files in docs/results/ (each made by the command beside it in SOURCES):
   quick-tour.json   ./scripts/bench.sh --json docs/results/quick-tour.json   (the quick tour)
   tables-6-8.json   reservoir-bench --only timeline,mixed,many --json docs/results/tables-6-8.json
                     (the tour's last tables without its time budget: on a loaded machine the
-                    quick tour spends its 70 s before reaching them) --check changes nothing and fails if README.md is not what
-the JSON gives (the CTest `readme_results`). --plots also redraws docs/results/*.png with
-scripts/plot_bench.py (needs matplotlib: scripts/install-deps.sh plot). Python 3 standard library
-only otherwise.
+                    quick tour spends its 70 s before reaching them)
+and writes
+  - the lines between `<!-- results:begin` and `<!-- results:end -->` in README.md: the headline
+    figures, beside the machine, the command and the first-touch fault cost of their run;
+  - docs/results.md, whole: every table of every file, each beside its machine and command.
+So every figure in either is one of a committed result file. --check changes nothing and fails if
+README.md or docs/results.md is not what the JSON gives (the CTest `readme_results`). --plots also
+redraws docs/results/*.png with scripts/plot_bench.py (needs matplotlib: scripts/install-deps.sh
+plot). Python 3 standard library only otherwise.
 """
 import json
 import os
@@ -21,7 +24,13 @@ import sys
 import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = ["docs/results/quick-tour.json", "docs/results/tables-6-8.json"]
+# Each result file and the command that wrote it.
+SOURCES = {
+    "docs/results/quick-tour.json": "./scripts/bench.sh --json docs/results/quick-tour.json",
+    "docs/results/tables-6-8.json": "build/release/bench/reservoir-bench --only timeline,mixed,many "
+                                    "--json docs/results/tables-6-8.json",
+}
+RESULTS_PAGE = "docs/results.md"
 BEGIN = "<!-- results:begin"
 END = "<!-- results:end -->"
 
@@ -96,9 +105,10 @@ def generate(docs):
     doc = docs[0]
     c = doc["context"]
     out = []
-    out.append(f"The quick tour on {machine(c)}; **{fault(c)}** (read-write: what `std::vector` "
-               "gets from `malloc`); where a first touch costs ~2 us (bare metal) DynArray's lead "
-               "shrinks ([docs/results.md](docs/results.md)). Medians "
+    out.append(f"The quick tour (`{SOURCES[doc['_source']]}`) on {machine(c)}; **{fault(c)}** "
+               "(read-write: what `std::vector` gets from `malloc`); where a first touch costs "
+               "less, DynArray's lead shrinks. Every table of the run: "
+               "[docs/results.md](docs/results.md). Medians "
                f"of {c['reps']} interleaved repetitions, ratios within one run; `?`: the slowest "
                f"repetition took over {c['unstable_spread']}x the fastest. Populated vector: "
                "`std::vector` whose buffers are populated when allocated; floor: one populated "
@@ -138,7 +148,8 @@ def generate(docs):
     apart = ""
     if later is not None and later is not doc:
         lc = later["context"]
-        apart = (f" (run apart, the tour's budget being spent before; load "
+        apart = (f" (run apart, `{SOURCES[later['_source']]}`, the tour's budget being spent "
+                 f"before; load "
                  f"{lc.get('load_average', 'n/a')}, **first touch "
                  f"{us(lc['fault_ns_per_page_rw_mmap'])} / {us(lc['fault_ns_per_page_mprotect'])} "
                  f"/ {us(lc['fault_ns_per_page_populate'])}**)")
@@ -191,6 +202,104 @@ def generate(docs):
     return out
 
 
+CONTAINERS = ["dynarray", "vector", "vector_reserve", "vector_populate", "deque", "floor",
+              "floor_huge", "concurrent_dynarray", "concurrent_dynarray_writer",
+              "concurrent_dynarray_bulk", "concurrent_dynarray_readers", "vector_mutex",
+              "deque_mutex", "tbb_concurrent_vector", "vector_shared_mutex"]
+
+
+def ordered(names):
+    return sorted(names, key=lambda n: (CONTAINERS.index(n) if n in CONTAINERS else 99, n))
+
+
+def pivot(doc, table, row_key, cell, type_=None, note="", label=None):
+    """A Markdown table of one bench table: a row per row_key value, a column per container."""
+    rows = [r for r in cells(doc, table) if type_ is None or r["type"] == type_]
+    if not rows:
+        return []
+    names = ordered({r["container"] for r in rows})
+    out = [f"| {label or row_key} | " + " | ".join(f"`{n}`" for n in names) + " |",
+           "|---|" + "---|" * len(names)]
+    for key in sorted({r[row_key] for r in rows}):
+        line = []
+        for n in names:
+            r = next((r for r in rows if r["container"] == n and r[row_key] == key), None)
+            if r is None:
+                line.append("")
+            elif r["status"] != "ok":
+                line.append(r["status"])
+            else:
+                line.append(cell(r))
+        name = count(key) if row_key == "size" and key >= 1000 else f"`{key}`" \
+            if isinstance(key, str) else str(key)
+        out.append(f"| {name} | " + " | ".join(line) + " |")
+    if note:
+        out += ["", note]
+    return out + [""]
+
+
+def time_cell(r, key="seconds"):
+    return duration(r[key]) + (" ?" if r.get("unstable") else "")
+
+
+def results_page(docs):
+    """docs/results.md: every table of every result file, beside its machine and command."""
+    out = ["# Results", "",
+           "<!-- generated by scripts/results.py from docs/results/*.json; do not edit -->",
+           "Every figure on this page is read from a committed result file in "
+           "[results/](results), made by the command shown with it; `scripts/results.py` writes "
+           "this page and the README's results section from them (the CTest `readme_results` "
+           "checks that both match). To measure on your machine, run the command and then "
+           "`scripts/results.py --plots`. What each table measures: [bench.md](bench.md). Times "
+           "are medians of the repetitions, interleaved; `?`: the slowest repetition took over "
+           "1.5x the fastest. Ratios compare cells of one run only.", ""]
+    for doc in docs:
+        c = doc["context"]
+        out += [f"## `{doc['_source'].split('/')[-1]}`", "",
+                f"Command: `{SOURCES[doc['_source']]}`. Machine: {machine(c)}; {fault(c)}; "
+                f"huge pages in effect: {c.get('huge_pages_in_effect', 'n/a')}; "
+                f"{c['reps']} repetitions.", ""]
+        for t in ["int", "unique_ptr", "string"]:
+            block = pivot(doc, "throughput", "size", time_cell, t)
+            if block:
+                out += [f"**Build time** (`push_back` of n `{t}`s into a new container):", ""] + block
+        block = pivot(doc, "memory", "size", lambda r: mib(r["peak_bytes"]), "int")
+        if block:
+            out += ["**Peak memory** while building n ints (above an idle child's):", ""] + block
+        block = pivot(doc, "latency", "size",
+                      lambda r: f"{duration(r['latency_ns']['p99_99'] / 1e9)} / "
+                                f"{duration(r['latency_ns']['max'] / 1e9)}", "int")
+        if block:
+            out += ["**Latency of one append**, p99.99 / worst:", ""] + block
+        block = pivot(doc, "concurrent", "threads", time_cell)
+        if block:
+            n = count(cells(doc, "concurrent")[0]["size"])
+            out += [f"**Concurrent appends** of {n} ints in total, by thread count:", ""] + block
+        block = pivot(doc, "collatz", "threads", time_cell)
+        if block:
+            n = count(cells(doc, "collatz")[0]["size"])
+            out += [f"**The Collatz memo** ({n} numbers), by thread count:", ""] + block
+        block = pivot(doc, "many", "size",
+                      lambda r: f"{time_cell(r)} / {duration(r['destroy_seconds'])} / "
+                                f"{mib(r['peak_bytes'])}", label="ints each")
+        if block:
+            arrays = count(cells(doc, "many")[0]["arrays"])
+            out += [f"**Many arrays alive at once** ({arrays} arrays of n ints): build / "
+                    "destroy / peak memory:", ""] + block
+        block = pivot(doc, "mixed", "type", time_cell, label="element type")
+        if block:
+            its = cells(doc, "mixed")[0].get("iterations", cells(doc, "mixed")[0]["size"])
+            out += [f"**Mixed workload** (arrays of arrays created, copied, grown and destroyed, "
+                    f"{its} iterations), total time:", ""] + block
+    out += ["## Figures", "",
+            "Drawn by `scripts/results.py --plots` (`scripts/plot_bench.py`) from the files above.",
+            "", "![build time by size](results/throughput.png)",
+            "![peak memory by size](results/memory.png)",
+            "![append latency percentiles](results/latency.png)",
+            "![resident and peak memory while one array grows](results/timeline.png)", ""]
+    return out
+
+
 def wrap(lines):
     """Paragraphs and list items at 100 columns, as the rest of the README; tables as they are."""
     out = []
@@ -215,6 +324,7 @@ def main():
         if os.path.exists(path):
             with open(path) as f:
                 docs.append(json.load(f))
+                docs[-1]["_source"] = source
     if not docs:
         print(f"results.py: none of {', '.join(SOURCES)} exists", file=sys.stderr)
         return 1
@@ -228,16 +338,24 @@ def main():
         print(f"results.py: README.md has no '{BEGIN} ...' / '{END}' lines", file=sys.stderr)
         return 1
     new = lines[:begin + 1] + wrap(generate(docs)) + lines[end:]
+    page_path = os.path.join(ROOT, RESULTS_PAGE)
+    page = "\n".join(wrap(results_page(docs)))
+    old_page = open(page_path).read() if os.path.exists(page_path) else ""
     if "--check" in args:
-        if new != lines:
-            print("results.py: README.md's results differ from what docs/results/ gives; run "
+        stale = [n for n, same in (("README.md", new == lines), (RESULTS_PAGE, page == old_page))
+                 if not same]
+        if stale:
+            print(f"results.py: {' and '.join(stale)} differ from what docs/results/ gives; run "
                   "scripts/results.py", file=sys.stderr)
             return 1
-        print("results.py: README.md's results are those of docs/results/")
+        print(f"results.py: README.md's results and {RESULTS_PAGE} are those of docs/results/")
         return 0
     if new != lines:
         with open(readme_path, "w") as f:
             f.write("\n".join(new))
+    if page != old_page:
+        with open(page_path, "w") as f:
+            f.write(page)
     if "--plots" in args:
         # Each file draws the figures of its own tables, titled with its own machine context.
         for source in SOURCES:

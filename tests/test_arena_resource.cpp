@@ -4,7 +4,9 @@
 #include <reservoir/arena_resource.hpp>
 
 #if RESERVOIR_HAS_ARENA_RESOURCE
+#include <cstdint>
 #include <memory_resource>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -85,6 +87,94 @@ TEST_SUITE("arena_resource") {
     test::FaultGuard fault(pal::Op::commit);
     CHECK_THROWS_AS((void)res.allocate(100, 8), reservoir::OsAllocationError);
     CHECK(res.arena().size() == 0);
+  }
+
+  TEST_CASE("mark/rewind: the scratch pattern through pmr reuses committed pages") {
+    ArenaResource res(64u << 20);
+    std::pmr::vector<int> kept({1, 2, 3}, &res);  // lives across the batches, below the mark
+    const std::size_t mark = res.mark();
+    CHECK(mark == res.arena().size());
+    const int* first_batch_data = nullptr;
+    std::size_t committed_after_first = 0;
+    std::uint64_t commits_after_first = 0;
+    for (int batch = 0; batch < 5; ++batch) {
+      {
+        std::pmr::vector<int> scratch(&res);
+        std::pmr::unordered_map<int, std::pmr::string> names(&res);
+        for (int i = 0; i < 100'000; ++i)
+          scratch.push_back(i + batch);
+        for (int i = 0; i < 100; ++i)
+          names.emplace(i, std::pmr::string(40, char('a' + i % 26)));
+        CHECK(scratch[99'999] == 99'999 + batch);
+        if (batch == 0) {
+          first_batch_data = scratch.data();
+        } else {
+          CHECK(scratch.data() == first_batch_data);  // the same bytes again
+        }
+      }
+      res.rewind(mark);
+      CHECK(res.arena().size() == mark);
+      if (batch == 0) {
+        committed_after_first = res.arena().committed();
+        commits_after_first = pal::testing::calls(pal::Op::commit);
+      }
+      // The memory stays committed: no batch after the first commits or decommits.
+      CHECK(res.arena().committed() == committed_after_first);
+    }
+    CHECK(pal::testing::calls(pal::Op::commit) == commits_after_first);
+    CHECK(committed_after_first > (100'000 * sizeof(int)));
+    CHECK(kept == std::pmr::vector<int>({1, 2, 3}));
+
+    // release() is the other end: it decommits everything, kept blocks included.
+    kept = std::pmr::vector<int>(&res);
+    res.release();
+    CHECK(res.arena().committed() == 0);
+    // A mark from before the release is past the end: std::invalid_argument, nothing changed.
+    CHECK_THROWS_AS(res.rewind(mark), std::invalid_argument);
+    CHECK(res.arena().size() == 0);
+  }
+
+  TEST_CASE("scope() rewinds on exit, also by an exception") {
+    ArenaResource res(1u << 20);
+    void* before = res.allocate(10, 8);
+    const std::size_t mark = res.mark();
+    {
+      auto scope = res.scope();
+      CHECK(scope.mark() == mark);
+      std::pmr::string s(1000, 'x', &res);
+      CHECK(res.arena().size() > mark);
+    }
+    CHECK(res.arena().size() == mark);
+    try {
+      auto scope = res.scope();
+      std::pmr::vector<int> v(1000, 7, &res);
+      throw std::runtime_error("batch failed");
+    } catch (const std::runtime_error&) {
+    }
+    CHECK(res.arena().size() == mark);
+    CHECK(res.arena().contains(before, 10));
+    {
+      auto scope = res.scope();
+      (void)res.allocate(100, 8);
+      res.release();  // shorter than the mark at the scope's end: left as it is
+    }
+    CHECK(res.arena().size() == 0);
+  }
+
+  TEST_CASE("mark/rewind on a resource over a caller's arena, empty or moved-from") {
+    Arena arena(1u << 20);
+    (void)arena.allocate(64, 8);  // the caller's bytes, below the resource's first mark
+    ArenaResource res(arena);
+    const std::size_t mark = res.mark();
+    CHECK(mark == 64);
+    (void)res.allocate(100, 8);
+    res.rewind(mark);
+    CHECK(arena.size() == 64);
+    Arena empty;
+    ArenaResource none(empty);
+    CHECK(none.mark() == 0);
+    none.rewind(0);
+    CHECK_THROWS_AS(none.rewind(1), std::invalid_argument);
   }
 
   TEST_CASE("a resource over a caller's arena; equality is identity") {

@@ -16,6 +16,7 @@
 #include <ranges>
 #include <span>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -1364,4 +1365,113 @@ TEST_SUITE("dynarray") {
     CHECK(b.max_size() == 10);
   }
 #endif
+
+  // A counting iterator and a sized sentinel: a range of any length, known without walking it.
+  struct CountFrom {
+    using value_type = std::size_t;
+    using difference_type = std::ptrdiff_t;
+    std::size_t i = 0;
+    std::size_t operator*() const { return i; }
+    CountFrom& operator++() {
+      ++i;
+      return *this;
+    }
+    CountFrom operator++(int) {
+      CountFrom old = *this;
+      ++i;
+      return old;
+    }
+    bool operator==(const CountFrom&) const = default;
+  };
+  struct CountTo {
+    std::size_t n = 0;
+    friend bool operator==(const CountFrom& a, const CountTo& b) { return a.i == b.n; }
+    friend std::ptrdiff_t operator-(const CountTo& b, const CountFrom& a) {
+      return static_cast<std::ptrdiff_t>(b.n - a.i);
+    }
+    friend std::ptrdiff_t operator-(const CountFrom& a, const CountTo& b) {
+      return -static_cast<std::ptrdiff_t>(b.n - a.i);
+    }
+  };
+  static_assert(std::sized_sentinel_for<CountTo, CountFrom>);
+  static_assert(std::forward_iterator<CountFrom>);
+
+  // Every length or argument error names the call the user made, and leaves the array as it was.
+  TEST_CASE("errors name the user's call") {
+    // The message of the exception of type E that f throws (the test fails if f throws nothing).
+    auto message = [](auto&& f) {
+      try {
+        f();
+      } catch (const std::length_error& e) {
+        return std::string("length_error ") + e.what();
+      } catch (const std::invalid_argument& e) {
+        return std::string("invalid_argument ") + e.what();
+      }
+      return std::string("nothing thrown");
+    };
+    static constexpr std::size_t kHuge = SIZE_MAX / 8;
+    CHECK(
+        message([] { DynArray<int> a(reservoir::max_elements(0)); }) ==
+        "invalid_argument reservoir::DynArray(max_elements): max_elements must be greater than 0");
+    CHECK(message([] { DynArray<int> a(reservoir::max_bytes(3)); }) ==
+          "invalid_argument reservoir::DynArray(max_bytes): 3 bytes hold no element of 4 bytes");
+    CHECK(message([] {
+            DynArray<int> a(reservoir::max_elements(SIZE_MAX / 2));
+          }).starts_with("length_error reservoir::DynArray(max_elements): "));
+    CHECK(message([] {
+            DynArray<int> a(reservoir::max_elements(SIZE_MAX / 16));
+          }).starts_with("length_error reservoir::DynArray(max_elements): cannot reserve "));
+    CHECK(message([] { reservoir::ConcurrentDynArray<int> c{reservoir::max_elements(0)}; }) ==
+          "invalid_argument reservoir::ConcurrentDynArray(max_elements): max_elements must be "
+          "greater than 0");
+    CHECK(message([] {
+            reservoir::ConcurrentDynArray<int> c{reservoir::max_elements(SIZE_MAX / 2)};
+          }).starts_with("length_error reservoir::ConcurrentDynArray(max_elements): "));
+    CHECK(message([] { DynArray<int> a(kHuge); }) ==
+          "length_error reservoir::DynArray(count): " + std::to_string(kHuge) +
+              " elements exceed max_size() " + std::to_string(DynArray<int>::default_max_size()));
+    CHECK(message([] {
+            DynArray<int> a(kHuge, 7);
+          }).starts_with("length_error reservoir::DynArray(count, value): "));
+    CHECK(message([] {
+            DynArray<std::size_t> a(CountFrom{0}, CountTo{kHuge});
+          }).starts_with("length_error reservoir::DynArray(first, last): "));
+
+    DynArray<int> a(reservoir::max_elements(4));
+    a.append_range(std::vector<int>{0, 1, 2, 3});
+    const DynArray<int> before = a.clone();
+    const std::vector<int> one{9};
+    const std::deque<int> one_deque{9};
+    const std::string full = ": 5 elements exceed max_size() 4";
+    CHECK(message([&] { a.push_back(9); }) ==
+          "length_error reservoir::DynArray::push_back/emplace_back" + full);
+    CHECK(message([&] { a.emplace_back(9); }) ==
+          "length_error reservoir::DynArray::push_back/emplace_back" + full);
+    CHECK(message([&] { a.emplace(a.begin(), 9); }) ==
+          "length_error reservoir::DynArray::insert/emplace" + full);
+    CHECK(message([&] { a.insert(a.begin() + 1, 9); }) ==
+          "length_error reservoir::DynArray::insert/emplace" + full);
+    CHECK(message([&] { a.resize(5); }) == "length_error reservoir::DynArray::resize" + full);
+    CHECK(message([&] { a.reserve(5); }) == "length_error reservoir::DynArray::reserve" + full);
+    CHECK(message([&] { a.append_range(one); }) ==
+          "length_error reservoir::DynArray::append_range" + full);
+    CHECK(message([&] { a.append_range(one_deque); }) ==
+          "length_error reservoir::DynArray::append_range" + full);
+    CHECK(message([&] { a.insert(a.begin() + 1, one.begin(), one.end()); }) ==
+          "length_error reservoir::DynArray::insert" + full);
+    CHECK(message([&] { a.insert(a.end(), one.begin(), one.end()); }) ==
+          "length_error reservoir::DynArray::insert" + full);
+    CHECK(message([&] { a.insert_range(a.begin() + 1, one); }) ==
+          "length_error reservoir::DynArray::insert_range" + full);
+    CHECK(message([&] { a.insert_range(a.end(), one); }) ==
+          "length_error reservoir::DynArray::insert_range" + full);
+    CHECK(message([&] {
+            a.insert(a.begin(), 1, 9);
+          }).starts_with("length_error reservoir::DynArray::insert: "));
+    CHECK(message([&] { a.assign(5, 9); }) ==
+          "length_error reservoir::DynArray::assign: 5 elements exceed max_size() 4");
+    CHECK(message([&] { a.assign({1, 2, 3, 4, 5}); }) ==
+          "length_error reservoir::DynArray::assign: 5 elements exceed max_size() 4");
+    CHECK(a == before);  // nothing stored was lost
+  }
 }

@@ -35,10 +35,16 @@ ArenaOptions page_granular(ArenaOptions o) noexcept {
 
 // The bytes to reserve for max_size slots whose first is aligned to `alignment`.
 std::size_t data_bytes(std::size_t max_size, std::size_t element_size, std::size_t alignment) {
-  if (max_size == 0) throw std::invalid_argument("reservoir::ConcurrentDynArray: max_size 0");
+  // The messages name the constructor the user called.
+  if (max_size == 0) {
+    throw std::invalid_argument(
+        "reservoir::ConcurrentDynArray(max_elements): max_elements must be greater than 0");
+  }
   const std::size_t slack = alignment > kMinBaseAlignment ? alignment - kMinBaseAlignment : 0;
   if (max_size > (static_cast<std::size_t>(-1) - slack) / element_size) {
-    throw std::length_error("reservoir::ConcurrentDynArray: max_size overflows");
+    throw std::length_error(
+        "reservoir::ConcurrentDynArray(max_elements): " + std::to_string(max_size) +
+        " elements of " + std::to_string(element_size) + " bytes overflow the address space");
   }
   return max_size * element_size + slack;
 }

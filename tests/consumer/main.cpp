@@ -6,6 +6,12 @@
 
 #include <reservoir/reservoir.hpp>
 
+// The standard the build asked for (test-consumers.sh passes it): the package's flags must keep it.
+#ifdef RESERVOIR_CONSUMER_EXPECT_CXX
+static_assert(__cplusplus >= RESERVOIR_CONSUMER_EXPECT_CXX,
+              "the package's compile flags changed the consumer's language standard");
+#endif
+
 int main() {
   static_assert(RESERVOIR_VERSION_MAJOR == 0);
   reservoir::DynArray<char> text;

@@ -7,6 +7,15 @@
 // the bytes just before base() and just after the reservation fault too.
 #pragma once
 
+// reservoir needs C++20 or newer and never chooses the standard for its user (the CMake target
+// asks for at least C++20, the pkg-config file adds no -std): a consumer compiled as C++17 stops
+// here with one clear line instead of pages of errors. MSVC reports the standard in _MSVC_LANG.
+#if defined(_MSVC_LANG) && _MSVC_LANG < 202002L
+#error "reservoir requires C++20 or newer: compile with /std:c++20 or a later standard"
+#elif !defined(_MSVC_LANG) && __cplusplus < 202002L
+#error "reservoir requires C++20 or newer: compile with -std=c++20 or a later standard"
+#endif
+
 #include <cstddef>
 #include <cstdint>
 #include <new>

@@ -2,7 +2,8 @@
 //
 // Bump allocation with correct alignment from one reservation that never moves, so std::pmr
 // containers (vector, string, unordered_map, ...) can live in an arena. Deallocating the most
-// recent block gives its bytes back at once; everything else is freed together by release().
+// recent block gives its bytes back at once; everything else is freed together by rewind(mark)
+// (keeping the memory committed: the scratch pattern) or release() (decommitting it).
 // Not thread-safe (like std::pmr::monotonic_buffer_resource).
 //
 // Exists where the standard library has <memory_resource> (__cpp_lib_memory_resource: libstdc++
@@ -37,18 +38,53 @@ namespace reservoir {
 
 class ArenaResource : public std::pmr::memory_resource {
  public:
-  // Owns a new arena of max_bytes (same errors as Arena's constructor).
+  // Owns a new arena of max_bytes (same errors as Arena's constructor: std::invalid_argument for
+  // 0, std::length_error past the address space, OsAllocationError when the OS refuses).
   explicit ArenaResource(std::size_t max_bytes, ArenaOptions options = {});
-  // Uses an arena the caller owns and keeps alive.
+  // Uses an arena the caller owns and keeps alive for the resource's lifetime; the resource
+  // allocates at the arena's end and never frees what was there before it.
   explicit ArenaResource(Arena& arena) noexcept : arena_(&arena) {}
 
+  // Not copyable, not movable: containers hold its address.
   ArenaResource(const ArenaResource&) = delete;
   ArenaResource& operator=(const ArenaResource&) = delete;
 
-  // Frees every block at once and decommits the memory (Arena::reset). Containers using the
-  // resource must be gone or empty.
+  // Frees every block at once and decommits the memory (Arena::reset): the next allocations
+  // commit again. Containers using the resource must be gone or empty. An OS refusal to decommit
+  // is ignored (nothing is lost; arena().committed() still tells the truth).
   void release() noexcept;
 
+  // The scratch pattern through pmr (Arena::mark/rewind): mark() is the arena's length now;
+  // rewind(mark) frees every block allocated since, at once, and keeps their memory committed,
+  // so the next batch reuses the same pages with no system call. Containers holding blocks
+  // allocated after the mark must be destroyed before the rewind: their blocks are gone with it.
+  // mark > arena().size() (a mark from before a release()) is std::invalid_argument, nothing
+  // changed.
+  std::size_t mark() const noexcept { return arena_->mark(); }
+  void rewind(std::size_t mark) { arena_->rewind(mark); }
+
+  // A scope that rewinds the resource to where it was when the scope began, when it ends
+  // (normally or by an exception): `{ auto scope = resource.scope(); ... }`. If the arena is then
+  // shorter than that mark (a release() inside the scope), it is left as it is.
+  class Scope {
+   public:
+    explicit Scope(ArenaResource& resource) noexcept
+        : resource_(&resource), mark_(resource.mark()) {}
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    ~Scope() {
+      if (mark_ <= resource_->arena().size()) resource_->rewind(mark_);
+    }
+    // The length the scope rewinds to.
+    std::size_t mark() const noexcept { return mark_; }
+
+   private:
+    ArenaResource* resource_;
+    std::size_t mark_;
+  };
+  [[nodiscard]] Scope scope() noexcept { return Scope(*this); }
+
+  // The arena underneath: the owned one, or the caller's.
   Arena& arena() noexcept { return *arena_; }
   const Arena& arena() const noexcept { return *arena_; }
 

@@ -30,6 +30,7 @@
 #include <ranges>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -114,27 +115,35 @@ class DynArray {
   // in `limit.bytes`). 0 elements is std::invalid_argument; a size overflowing or exceeding the
   // address space is std::length_error (before any OS call); a refused reservation is
   // OsAllocationError (a std::bad_alloc).
-  explicit DynArray(max_elements limit, ArenaOptions options = {})
-      : arena_(checked_bytes(limit.count), slot_options(options)),
+  explicit DynArray(max_elements limit, ArenaOptions options = {}) try
+      : arena_(checked_bytes(limit.count, "DynArray(max_elements)"), slot_options(options)),
         end_(first_element()),
         cap_(end_),
         max_size_(limit.count) {
     update_capacity();  // a reservation from the cache arrives with its first pages committed
+  } catch (const std::length_error& e) {
+    rethrow_as_constructor_error(e);  // the Arena's "cannot reserve", named as the user's call
   }
   explicit DynArray(max_bytes limit, ArenaOptions options = {})
-      : DynArray(max_elements(limit.bytes / sizeof(T)), options) {}
+      : DynArray(max_elements(elements_in(limit)), options) {}
 
   // count value-initialised elements, or count copies of value, as std::vector: on the default
   // reservation.
-  explicit DynArray(size_type count) { resize(count); }
-  DynArray(size_type count, const T& value) { resize(count, value); }
+  explicit DynArray(size_type count) {
+    if (count > default_max_size()) throw_length_error("DynArray(count)", count);
+    resize(count);
+  }
+  DynArray(size_type count, const T& value) {
+    if (count > default_max_size()) throw_length_error("DynArray(count, value)", count);
+    resize(count, value);
+  }
 
   // The elements of `init`, or of [first, last), in an array with the default reservation.
-  DynArray(std::initializer_list<T> init) { append_range(init); }
+  DynArray(std::initializer_list<T> init) { append_from(init, "DynArray(initializer_list)"); }
   template <class It, class S>
     requires detail::iterator_pair<It, S>
   DynArray(It first, S last) {
-    append_iterators(first, last);
+    append_iterators(first, last, "DynArray(first, last)");
   }
 
 #if defined(__cpp_lib_containers_ranges)
@@ -142,14 +151,14 @@ class DynArray {
   template <std::ranges::input_range R>
     requires std::constructible_from<T, std::ranges::range_reference_t<R>>
   DynArray(std::from_range_t, R&& r) {
-    append_range(std::forward<R>(r));
+    append_from(std::forward<R>(r), "DynArray(from_range)");
   }
   template <std::ranges::input_range R, class Limit>
     requires std::constructible_from<T, std::ranges::range_reference_t<R>> &&
              (std::same_as<Limit, max_elements> || std::same_as<Limit, max_bytes>)
   DynArray(std::from_range_t, R&& r, Limit limit, ArenaOptions options = {})
       : DynArray(limit, options) {
-    append_range(std::forward<R>(r));
+    append_from(std::forward<R>(r), "DynArray(from_range, r, limit)");
   }
 #endif
 
@@ -311,17 +320,7 @@ class DynArray {
   template <std::ranges::input_range R>
     requires std::constructible_from<T, std::ranges::range_reference_t<R>>
   void append_range(R&& r) {
-    if constexpr (std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
-                  std::is_trivially_copyable_v<T> &&
-                  std::is_same_v<std::remove_cvref_t<std::ranges::range_reference_t<R>>, T>) {
-      const auto n = static_cast<size_type>(std::ranges::size(r));
-      reserve_for_append(n);
-      annotate(end_, end_ + n);
-      if (n) std::memcpy(static_cast<void*>(end_), std::ranges::data(r), n * sizeof(T));
-      end_ += n;
-    } else {
-      append_iterators(std::ranges::begin(r), std::ranges::end(r));
-    }
+    append_from(std::forward<R>(r), "DynArray::append_range");
   }
 
   // ---- assigning (replace every element; the reservation and its base stay) --------------------
@@ -356,7 +355,7 @@ class DynArray {
     const T* const source = std::addressof(value);
     if constexpr (std::is_nothrow_copy_constructible_v<T>) {
       if (!holds(source)) {
-        if (count > max_size()) throw_length_error("assign", count);
+        if (count > max_size()) throw_length_error("DynArray::assign", count);
         commit_ahead(count, Arena::Populate::all);
         clear();
         annotate(end_, first_element() + count);
@@ -385,7 +384,7 @@ class DynArray {
         return;
       }
       if constexpr (std::is_nothrow_constructible_v<T, std::iter_reference_t<It>>) {
-        if (n > max_size()) throw_length_error("assign", n);
+        if (n > max_size()) throw_length_error("DynArray::assign", n);
         commit_ahead(n, Arena::Populate::all);
         clear();
         annotate(end_, first_element() + n);
@@ -440,10 +439,11 @@ class DynArray {
   iterator insert(const_iterator pos, size_type count, const T& value) {
     const size_type index = checked_index("insert", pos);
     if (index == size()) {
-      resize(size() + count_checked(count), value);
+      resize(size() + count_checked(count, "DynArray::insert"), value);
     } else {
       const T copy(value);
-      insert_shifting(index, count_checked(count), detail::repeat_source<T>{std::addressof(copy)});
+      insert_shifting(index, count_checked(count, "DynArray::insert"),
+                      detail::repeat_source<T>{std::addressof(copy)}, "DynArray::insert");
     }
     return make_iterator(first_element() + index);
   }
@@ -454,12 +454,12 @@ class DynArray {
     if constexpr (detail::multi_pass<It>) {
       if (index != size()) {
         const auto n = static_cast<size_type>(detail::pair_distance(first, last));
-        insert_shifting(index, n, first);
+        insert_shifting(index, n, first, "DynArray::insert");
         return make_iterator(first_element() + index);
       }
     }
     const size_type old_size = size();
-    append_iterators(first, last);
+    append_iterators(first, last, "DynArray::insert");
     std::rotate(first_element() + index, first_element() + old_size, first_element() + size());
     return make_iterator(first_element() + index);
   }
@@ -475,12 +475,12 @@ class DynArray {
       if (index != size()) {
         const auto n =
             static_cast<size_type>(detail::distance(std::ranges::begin(r), std::ranges::end(r)));
-        insert_shifting(index, n, std::ranges::begin(r));
+        insert_shifting(index, n, std::ranges::begin(r), "DynArray::insert_range");
         return make_iterator(first_element() + index);
       }
     }
     const size_type old_size = size();
-    append_range(std::forward<R>(r));
+    append_from(std::forward<R>(r), "DynArray::insert_range");
     std::rotate(first_element() + index, first_element() + old_size, first_element() + size());
     return make_iterator(first_element() + index);
   }
@@ -488,6 +488,7 @@ class DynArray {
   template <class... Args>
   iterator emplace(const_iterator pos, Args&&... args) {
     const size_type index = checked_index("emplace", pos);
+    if (size() == max_size()) throw_length_error("DynArray::insert/emplace", size() + 1);
     if (index == size()) {
       emplace_back(std::forward<Args>(args)...);
       return make_iterator(first_element() + index);
@@ -563,13 +564,40 @@ class DynArray {
     if constexpr (alignof(T) > kSubPageSlotAlignment) options.sub_page_slot = false;
     return options;
   }
-  static size_type checked_bytes(size_type max_size) {
+  // The reservation's bytes for max_size elements; `op` is the constructor the user called, for
+  // the message.
+  static size_type checked_bytes(size_type max_size, const char* op) {
     constexpr size_type kSlack = detail::kAlignmentSlack<T>;
+    if (max_size == 0) {
+      throw std::invalid_argument("reservoir::" + std::string(op) +
+                                  ": max_elements must be greater than 0");
+    }
     if (max_size > ((std::numeric_limits<size_type>::max)() - kSlack) / sizeof(T)) {
-      throw std::length_error("reservoir::DynArray: " + std::to_string(max_size) + " elements of " +
-                              std::to_string(sizeof(T)) + " bytes overflow the address space");
+      throw std::length_error("reservoir::" + std::string(op) + ": " + std::to_string(max_size) +
+                              " elements of " + std::to_string(sizeof(T)) +
+                              " bytes overflow the address space");
     }
     return max_size * sizeof(T) + kSlack;
+  }
+  // A std::length_error of the reservation (more than the address space holds), with the
+  // constructor's name in place of the Arena's.
+  [[noreturn]] static void rethrow_as_constructor_error(const std::length_error& e) {
+    constexpr std::string_view kPrefix = "reservoir::";
+    std::string_view what = e.what();
+    if (what.starts_with("reservoir::DynArray")) throw;
+    if (what.starts_with(kPrefix)) what.remove_prefix(kPrefix.size());
+    if (const auto colon = what.find(": "); what.starts_with("Arena") && colon != what.npos) {
+      what.remove_prefix(colon + 2);
+    }
+    throw std::length_error("reservoir::DynArray(max_elements): " + std::string(what));
+  }
+  static size_type elements_in(max_bytes limit) {
+    if (limit.bytes / sizeof(T) == 0) {
+      throw std::invalid_argument("reservoir::DynArray(max_bytes): " + std::to_string(limit.bytes) +
+                                  " bytes hold no element of " + std::to_string(sizeof(T)) +
+                                  " bytes");
+    }
+    return limit.bytes / sizeof(T);
   }
 
   // The first element's address in the reservation: its base, or the first address past it
@@ -594,6 +622,7 @@ class DynArray {
     return n == 0 ? 0 : data_offset() + n * sizeof(T);
   }
 
+  // `op` names the call the user made ("DynArray::resize", "DynArray(count)").
   [[noreturn]] void throw_length_error(const char* op, size_type wanted) const {
     if (default_reservation() && reserved_size() < default_max_size()) {
       // The default reservation came out smaller for lack of address space: out of memory, as
@@ -603,9 +632,8 @@ class DynArray {
                               make_error_code(Refusal::default_reservation_full),
                               address_space_advice());
     }
-    throw std::length_error("reservoir::DynArray::" + std::string(op) + ": " +
-                            std::to_string(wanted) + " elements exceed max_size() " +
-                            std::to_string(max_size()));
+    throw std::length_error("reservoir::" + std::string(op) + ": " + std::to_string(wanted) +
+                            " elements exceed max_size() " + std::to_string(max_size()));
   }
   [[noreturn]] void throw_out_of_range(const char* op, size_type i) const {
     throw std::out_of_range("reservoir::DynArray::" + std::string(op) + ": index " +
@@ -722,24 +750,43 @@ class DynArray {
 
   // Appends [first, last): with forward iterators it commits once; either way, if anything throws,
   // what was built is destroyed and the commit undone (strong guarantee).
+  // `op` names the user's call in a std::length_error.
   template <class It, class S>
-  void append_iterators(It first, S last) {
+  void append_iterators(It first, S last, const char* op) {
     const size_type old_size = size();
     const size_type old_capacity = capacity();
     try {
       if constexpr (detail::multi_pass<It>) {
         const auto n = static_cast<size_type>(detail::pair_distance(first, last));
-        reserve_for_append(n);
+        reserve_for_append(n, op);
         for (; first != last; ++first)
           construct_one(*first);
       } else {
-        for (; first != last; ++first)
+        for (; first != last; ++first) {
+          if (size() == max_size()) throw_length_error(op, size() + 1);
           emplace_back(*first);
+        }
       }
     } catch (...) {
       erase_tail(old_size);
       undo_commit(old_capacity);
       throw;
+    }
+  }
+
+  // append_range(r), with `op` naming the user's call in a std::length_error. Strong guarantee.
+  template <class R>
+  void append_from(R&& r, const char* op) {
+    if constexpr (std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+                  std::is_trivially_copyable_v<T> &&
+                  std::is_same_v<std::remove_cvref_t<std::ranges::range_reference_t<R>>, T>) {
+      const auto n = static_cast<size_type>(std::ranges::size(r));
+      reserve_for_append(n, op);
+      annotate(end_, end_ + n);
+      if (n) std::memcpy(static_cast<void*>(end_), std::ranges::data(r), n * sizeof(T));
+      end_ += n;
+    } else {
+      append_iterators(std::ranges::begin(r), std::ranges::end(r), op);
     }
   }
 
@@ -752,11 +799,11 @@ class DynArray {
   // in the reservation, in their place otherwise (see assign()).
   template <class Src>
   void assign_counted(size_type n, Src src) {
-    if (n > max_size()) throw_length_error("assign", n);
+    if (n > max_size()) throw_length_error("DynArray::assign", n);
     const size_type old_size = size();
     const size_type old_capacity = capacity();
     if (n <= max_size() - old_size) {
-      reserve_for_append(n);  // strong
+      reserve_for_append(n, "DynArray::assign");  // strong
       try {
         for (size_type k = 0; k < n; ++k) {
           construct_one(*src);
@@ -796,6 +843,7 @@ class DynArray {
           replace_front(old, old_capacity);
           old = 0;
         }
+        if (size() == max_size()) throw_length_error("DynArray::assign", size() + 1);
         emplace_back(*first);
       }
     } catch (...) {
@@ -847,26 +895,27 @@ class DynArray {
     end_ = first_element() + n;
   }
 
-  size_type count_checked(size_type count) const {
-    if (count > max_size() - size()) throw_length_error("insert", count);
+  size_type count_checked(size_type count, const char* op) const {
+    if (count > max_size() - size()) throw_length_error(op, count);
     return count;
   }
 
-  // Commits room for n more elements (the slow path of every append).
-  void reserve_for_append(size_type n) {
+  // Commits room for n more elements (the slow path of every append); `op` names the user's call
+  // in a std::length_error.
+  void reserve_for_append(size_type n, const char* op) {
     if (n <= capacity() - size()) return;
-    if (n > max_size() - size()) throw_length_error("append", n > max_size() ? n : size() + n);
+    if (n > max_size() - size()) throw_length_error(op, n > max_size() ? n : size() + n);
     commit_ahead(size() + n, Arena::Populate::all);
   }
   // reserve(n), backing `populate` of the new commit with RAM at once (elements about to be
   // written: all of it).
   void commit_ahead(size_type n, Arena::Populate populate) {
     if (n <= capacity()) return;
-    if (n > max_size()) throw_length_error("reserve", n);
+    if (n > max_size()) throw_length_error("DynArray::reserve", n);
     ensure_reserved();
     // The first reservation may have been granted smaller than default_max_size() (the
     // address-space budget, or a refusing OS): check again against what max_size() is now.
-    if (n > reserved_size()) throw_length_error("reserve", n);
+    if (n > reserved_size()) throw_length_error("DynArray::reserve", n);
     arena_.commit(bytes_for(n), populate);
     update_capacity();
   }
@@ -882,9 +931,9 @@ class DynArray {
   // size(): the one shift of std::vector's insert. The gap is [pos, pos + n); elements that land
   // past the old end are constructed there, the others assigned.
   template <class Src>
-  void insert_shifting(size_type index, size_type n, Src src) {
+  void insert_shifting(size_type index, size_type n, Src src, const char* op) {
     if (n == 0) return;
-    reserve_for_append(n);
+    reserve_for_append(n, op);
     T* const pos = first_element() + index;
     T* const old_end = end_;
     const auto tail = static_cast<size_type>(old_end - pos);
@@ -933,7 +982,8 @@ class DynArray {
     T* cap;
   };
   RESERVOIR_COLD_NOINLINE Bounds emplace_back_slow_value(T value) {
-    reserve_for_append(1);  // trivially copyable: constructing it cannot throw afterwards
+    // Trivially copyable: constructing it cannot throw afterwards.
+    reserve_for_append(1, "DynArray::push_back/emplace_back");
     construct_one(value);
     return {end_, cap_};
   }
@@ -941,7 +991,7 @@ class DynArray {
   template <class... Args>
   RESERVOIR_COLD_NOINLINE reference emplace_back_slow(Args&&... args) {
     const size_type old_capacity = capacity();
-    reserve_for_append(1);
+    reserve_for_append(1, "DynArray::push_back/emplace_back");
     try {
       return *construct_one(std::forward<Args>(args)...);
     } catch (...) {
@@ -980,7 +1030,7 @@ class DynArray {
       return;
     }
     const size_type old_capacity = capacity();
-    reserve_for_append(n - size());
+    reserve_for_append(n - size(), "DynArray::resize");
     annotate(end_, first_element() + n);
     try {
       construct(end_, n - size());  // destroys what it built if it throws
