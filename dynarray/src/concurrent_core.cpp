@@ -73,8 +73,7 @@ void register_fork_count() noexcept {
 class CommitLock {
  public:
   explicit CommitLock(std::atomic<std::uint16_t>& word) noexcept : word_(word) {
-    const auto me =
-        static_cast<std::uint16_t>((g_fork_generation.load(std::memory_order_relaxed) << 1) | 1u);
+    const std::uint16_t me = stamp();
     std::uint16_t held = word_.load(std::memory_order_relaxed);
     for (;;) {
       if (held != me) {  // free, or left held by a thread that is not in this process
@@ -87,15 +86,31 @@ class CommitLock {
       held = word_.load(std::memory_order_relaxed);
     }
   }
+  // Takes the lock only if it is free now (or left held by a thread not in this process).
+  struct TryOnly {};
+  CommitLock(std::atomic<std::uint16_t>& word, TryOnly) noexcept : word_(word) {
+    const std::uint16_t me = stamp();
+    std::uint16_t held = word_.load(std::memory_order_relaxed);
+    owned_ = held != me && word_.compare_exchange_strong(held, me, std::memory_order_acquire,
+                                                         std::memory_order_relaxed);
+  }
   ~CommitLock() {
+    if (!owned_) return;
     word_.store(0, std::memory_order_release);
     word_.notify_all();
   }
+  bool owned() const noexcept { return owned_; }
   CommitLock(const CommitLock&) = delete;
   CommitLock& operator=(const CommitLock&) = delete;
 
  private:
+  static std::uint16_t stamp() noexcept {
+    return static_cast<std::uint16_t>((g_fork_generation.load(std::memory_order_relaxed) << 1) |
+                                      1u);
+  }
+
   std::atomic<std::uint16_t>& word_;
+  bool owned_ = true;
 };
 
 }  // namespace
@@ -355,8 +370,9 @@ void ConcurrentCore::commit_ahead(size_type element_size, size_type cap_before) 
       commit_lock_.load(std::memory_order_relaxed) != 0 || cap_before >= max_size_ ||
       ahead_refused_at_.load(std::memory_order_relaxed) == cap_before)
     return;  // committed since, being committed, nothing left, or refused at this capacity
+  const CommitLock lock(commit_lock_, CommitLock::TryOnly{});
+  if (!lock.owned()) return;  // another thread is committing: it never waits for it
   ++claim_counts().commits_ahead;
-  const CommitLock lock(commit_lock_);
   if (capacity_.load(std::memory_order_relaxed) != cap_before ||
       (claimed_.load(std::memory_order_seq_cst) & kClosed) != 0)
     return;

@@ -83,9 +83,9 @@
 //     an append in the child never waits for them. Where the OS has no fork handlers (or
 //     registering one failed: no memory), a child forked during a commit waits as a thread would.
 // Memory: the elements plus one ready byte per element, committed as the elements are; the ready
-// bytes' pages stay untouched until a block first finishes out of order (never while one thread
-// appends alone, unless it appends from inside one of its own constructions), after which each
-// new commit of them is prefaulted.
+// bytes' pages stay untouched until a shared one-slot append or a block finishing out of order
+// first sets one (never while one thread appends alone in solo mode, unless it appends from inside
+// one of its own constructions), after which each new commit of them is prefaulted.
 // Cost: in solo mode, an append is a few plain loads and stores around the construction. Once
 // shared, a one-slot append is one fetch_add and one ready-mark store (size() moves the prefix
 // over the marks); a block claims with one CAS and, when it is next, publishes it with a plain
