@@ -89,9 +89,10 @@ inline const void* thread_token() noexcept {
 // The published prefix is published_ extended by the run of ready marks that starts there:
 // size() computes it and stores what it found back into published_, so the next call starts
 // further on. An append publishes with plain stores (no read-modify-write; claimed_ is the one
-// counter appenders contend on): it moves published_ past its block when the block is next, and
-// marks it ready otherwise. So no appender hands another the prefix or waits for one, and once
-// the appends in progress have returned, size() counts them all.
+// counter appenders contend on): a one-slot append marks its slot ready; a block moves
+// published_ past itself when it is next, and marks itself ready otherwise. So no appender hands
+// another the prefix or waits for one, and once the appends in progress have returned, size()
+// counts them all.
 class ConcurrentCore {
  public:
   using size_type = std::size_t;
