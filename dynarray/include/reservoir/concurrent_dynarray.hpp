@@ -83,21 +83,20 @@
 //     an append in the child never waits for them. Where the OS has no fork handlers (or
 //     registering one failed: no memory), a child forked during a commit waits as a thread would.
 // Memory: the elements plus one ready byte per element, committed as the elements are; the ready
-// bytes' pages stay untouched until a shared one-slot append or a block finishing out of order
-// first sets one (never while one thread appends alone in solo mode, unless it appends from inside
-// one of its own constructions), after which each new commit of them is prefaulted.
+// bytes' pages stay untouched until a block first finishes out of order (never while one thread
+// appends alone, unless it appends from inside one of its own constructions), after which each
+// new commit of them is prefaulted.
 // Cost: in solo mode, an append is a few plain loads and stores around the construction. Once
-// shared, a one-slot append is one fetch_add and one ready-mark store (size() moves the prefix
-// over the marks); a block claims with one CAS and, when it is next, publishes it with a plain
-// store, otherwise it marks itself ready with one byte per power-of-two chunk of it (at most 64)
-// for size() to find. Appends through the array share the claim counter's cache line once per
-// call; a Writer touches shared lines once per buffer. A refused commit or a one-slot claim past
-// max_size() closes the claims for a moment: the one-slot claims at or past the committed
-// capacity are undone (each throws what the refusal was) and the counter goes back to the
-// capacity once the last of them has returned, so no slot below a filled one stays empty; a claim
-// made meanwhile throws the same error and adds nothing. size() is two loads and a byte load when
-// nothing finished out of order since the last call, otherwise one byte load per ready chunk it
-// passes.
+// shared, a one-slot append claims with one fetch_add, a block with one CAS; either, when it is
+// next, publishes with a plain store of published_, otherwise it marks itself ready with one byte
+// per power-of-two chunk of it (at most 64) for size() to find. Appends through the array share the
+// claim counter's cache line once per call; a Writer touches shared lines once per buffer. A
+// refused commit or a one-slot claim past max_size() closes the claims for a moment: the one-slot
+// claims at or past the committed capacity are undone (each throws what the refusal was) and the
+// counter goes back to the capacity once the last of them has returned, so no slot below a filled
+// one stays empty; a claim made meanwhile throws the same error and adds nothing. size() is two
+// loads and a byte load when nothing finished out of order since the last call, otherwise one byte
+// load per ready chunk it passes.
 #pragma once
 
 #include <algorithm>

@@ -89,8 +89,8 @@ inline const void* thread_token() noexcept {
 // The published prefix is published_ extended by the run of ready marks that starts there:
 // size() computes it and stores what it found back into published_, so the next call starts
 // further on. An append publishes with plain stores (no read-modify-write; claimed_ is the one
-// counter appenders contend on): a one-slot append marks its slot ready; a block moves
-// published_ past itself when it is next, and marks itself ready otherwise. So no appender hands
+// counter appenders contend on): it moves published_ past its block when the block is next, and
+// marks it ready otherwise. So no appender hands
 // another the prefix or waits for one, and once the appends in progress have returned, size()
 // counts them all.
 class ConcurrentCore {
@@ -187,8 +187,6 @@ class ConcurrentCore {
     const Section section(*this, Section::ForPublish{});
     if (section.solo()) {
       publish_solo(i, n);
-    } else if (n == 1) {
-      mark_ready(i, 1);  // one release store: readers move published_ over it
     } else {
       publish_shared(i, n);
     }
