@@ -99,6 +99,22 @@ inline bool open_reservations_here() {
   return true;
 }
 
+// Sets reservoir::set_open_pool_chunks(open) for its scope and restores the setting after:
+// closed chunks are the default, and the tests of open ones (an explicit opt-in) turn them on.
+// Chunks already reserved keep their kind: trim_pools() first for a clean start.
+class PoolChunks {
+ public:
+  explicit PoolChunks(bool open) : saved_(reservoir::open_pool_chunks()) {
+    reservoir::set_open_pool_chunks(open);
+  }
+  ~PoolChunks() { reservoir::set_open_pool_chunks(saved_); }
+  PoolChunks(const PoolChunks&) = delete;
+  PoolChunks& operator=(const PoolChunks&) = delete;
+
+ private:
+  bool saved_;
+};
+
 // Why resident-set growth cannot be measured here, or nullptr when it can: valgrind and TSan keep
 // memory of their own that grows with what the program maps, and some OSes report no RSS.
 inline const char* rss_unmeasurable() {

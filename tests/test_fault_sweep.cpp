@@ -88,9 +88,9 @@ void prepare_pools() {
 // Runs `run` cleanly, then with every call of every OS operation failing once, in turn. Each run
 // starts from the same pool state (prepare_pools), so the calls counted are the calls made. With
 // `both_chunk_kinds`, where the OS makes open reservations (Linux), the large classes' chunks are
-// open in one pass (no commit call inside a slot, a guard call per slot carved) and closed in
-// another (the other systems' way): for the sequences that take large slots (default arrays);
-// the others run the same calls in both.
+// open (set_open_pool_chunks(true)) in one pass (no commit call inside a slot, a guard call per
+// slot carved) and closed in another (the other systems' way): for the sequences that take large
+// slots (default arrays); the others run the same calls in both.
 template <class Run>
 SweepTotals sweep(const char* what, Run run, bool both_chunk_kinds = false) {
   reservoir::set_reservation_cache_limit(0);  // deterministic: every arena reserves afresh
@@ -101,6 +101,7 @@ SweepTotals sweep(const char* what, Run run, bool both_chunk_kinds = false) {
     struct Reopen {
       ~Reopen() { pal::testing::refuse_open_reservations(false); }
     } reopen;
+    const test::PoolChunks chunks(!closed);  // open: the opt-in (closed is the default)
     for (pal::Op op : kOps) {
       prepare_pools();
       const std::uint64_t before = pal::testing::calls(op);

@@ -484,10 +484,12 @@ bool full_default_here() {
 
 }  // namespace
 
-// The large-slot children run with the pools' chunks closed (names ending in ".closed") or as
-// the OS makes them (open where it can: Linux).
+// The large-slot children run with the pools' chunks closed (names ending in ".closed", as the
+// OS makes them) or open (the opt-in, set_open_pool_chunks(true): open where the OS makes them,
+// Linux).
 void large_slot_child_start(bool closed) {
   pal::testing::refuse_open_reservations(closed);
+  reservoir::set_open_pool_chunks(!closed);
   reservoir::trim_pools();
 }
 
@@ -546,6 +548,16 @@ RESERVOIR_CHILD("pool.past_large_commit") {
 }
 RESERVOIR_CHILD("pool.past_large_commit.closed") {
   return past_large_commit(true);
+}
+// As a program that changes no setting finds them: closed chunks, so past the commit faults.
+RESERVOIR_CHILD("pool.past_large_commit.default") {
+  reservoir::trim_pools();
+  DynArray<int> a;
+  a.push_back(1);
+  auto* past = static_cast<volatile std::byte*>(a.arena().base()) + a.arena().committed();
+  test::expect_fault_here();
+  *past = std::byte{1};
+  return 0;
 }
 
 // The page past the last slot of an open chunk faults: the chunk's last page is its guard, and
@@ -657,6 +669,7 @@ TEST_SUITE("slot_pool") {
       struct Reopen {
         ~Reopen() { pal::testing::refuse_open_reservations(false); }
       } reopen;
+      const test::PoolChunks chunks(!closed);  // open: the opt-in
       const std::size_t past_boundary =
           closed || !test::open_reservations_here() ? 0 : pal::page_size();
       reservoir::trim_pools();
@@ -828,16 +841,19 @@ TEST_SUITE("slot_pool") {
 
   TEST_CASE("guard pages fault before and after a large slot") {
     if (!full_default_here()) return;
-    // Closed chunks: below the base, past the reservation and past the commit all fault.
+    // Closed chunks (the default): below the base, past the reservation and past the commit all
+    // fault.
     const bool open = test::open_reservations_here();
     for (const char* name : {"pool.below_large_slot.closed", "pool.past_large_slot.closed",
-                             "pool.past_large_commit.closed", "pool.below_large_slot"}) {
+                             "pool.past_large_commit.closed", "pool.past_large_commit.default",
+                             "pool.below_large_slot"}) {
       CAPTURE(name);
       test::ProcessResult r = test::run_child(name);
       CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r));
     }
-    // Open chunks: the page below each slot and the chunk's last page fault; past the commit and
-    // in the gap after the reservation the slot reads zeros and takes writes (documented).
+    // Open chunks (the opt-in): the page below each slot and the chunk's last page fault; past the
+    // commit and in the gap after the reservation the slot reads zeros and takes writes
+    // (documented).
     for (const char* name : {"pool.past_large_slot", "pool.past_large_commit"}) {
       CAPTURE(name);
       test::ProcessResult r = test::run_child(name);
@@ -909,6 +925,7 @@ TEST_SUITE("slot_pool") {
           pal::testing::refuse_guard_install(false);
         }
       } reopen;
+      const test::PoolChunks chunk_kind(!closed);  // open: the opt-in
       reservoir::trim_pools();
       const std::size_t before = mappings();
       const std::uint64_t reserves = pal::testing::calls(pal::Op::reserve);
@@ -934,17 +951,15 @@ TEST_SUITE("slot_pool") {
     }
   }
 
-  TEST_CASE("set_open_pool_chunks(false): later default arrays commit in closed chunks") {
+  TEST_CASE("set_open_pool_chunks(true) opts in to open chunks; closed ones are the default") {
     FreshPools fresh;
+    CHECK_FALSE(reservoir::open_pool_chunks());  // commit means commit unless asked otherwise
     if (!full_default_here()) return;
     if (!test::open_reservations_here()) {
       MESSAGE("skipped: no open reservations here");
       return;
     }
-    struct Restore {
-      ~Restore() { reservoir::set_open_pool_chunks(true); }
-    } restore;
-    CHECK(reservoir::open_pool_chunks());
+    const test::PoolChunks restore(false);
     for (const bool open : {true, false}) {
       CAPTURE(open);
       reservoir::set_open_pool_chunks(open);
@@ -978,6 +993,7 @@ TEST_SUITE("slot_pool") {
     struct Restore {
       ~Restore() { pal::testing::refuse_guard_install(false); }
     } restore;
+    const test::PoolChunks open_chunks(true);  // the opt-in
     reservoir::trim_pools();
     // The permissions of the mapping that holds p, from /proc/self/maps ("rw-p", "---p").
     const auto perms = [](const void* p) {
@@ -1071,6 +1087,7 @@ TEST_SUITE("slot_pool") {
       if (closed && !test::open_reservations_here()) break;
       CAPTURE(closed);
       pal::testing::refuse_open_reservations(closed);
+      const test::PoolChunks chunks(!closed);  // open: the opt-in
       reservoir::trim_pools();
       DynArray<char> neighbour;  // keeps the chunk mapped through the trim below
       neighbour.push_back(1);
@@ -1233,8 +1250,9 @@ TEST_SUITE("slot_pool") {
 // ---- core dumps ---------------------------------------------------------------------------------
 //
 // The kernel dumps a written private mapping whole, a page at a time: an open chunk (read-write
-// from the start) would put terabytes of zeros in a core. Open chunks are left out of core dumps;
-// closed ones (set_open_pool_chunks(false)) dump what is committed, as any memory.
+// from the start) would put terabytes of zeros in a core. Open chunks (the opt-in,
+// set_open_pool_chunks(true)) are left out of core dumps; closed ones (the default) dump what is
+// committed, as any memory.
 #if defined(__linux__) && !defined(RESERVOIR_TEST_TSAN) && !defined(RESERVOIR_TEST_ASAN)
 namespace {
 
@@ -1246,15 +1264,16 @@ std::uint64_t core_value(std::uint64_t i, std::uint64_t j) {
 }
 
 // Makes 20 default arrays (64 GiB slots: chunks of 2, 4, 8 and 16 slots, about 1.9 TiB) of
-// known values in the directory the parent named, and aborts there with core dumps on.
-int core_dump_child(bool closed) {
+// known values in the directory the parent named, and aborts there with core dumps on. `chunks`:
+// "open" or "closed" set by set_open_pool_chunks, "default" as a program that sets nothing.
+int core_dump_child(const std::string& chunks) {
   const char* dir = std::getenv("RESERVOIR_TEST_CORE_DIR");
   if (dir == nullptr || ::chdir(dir) != 0) return 2;
   struct rlimit core{};
   if (::getrlimit(RLIMIT_CORE, &core) != 0) return 3;
   core.rlim_cur = core.rlim_max;
   if (::setrlimit(RLIMIT_CORE, &core) != 0 || core.rlim_cur < (std::uint64_t{1} << 30)) return 4;
-  reservoir::set_open_pool_chunks(!closed);
+  if (chunks != "default") reservoir::set_open_pool_chunks(chunks == "open");
   std::vector<DynArray<std::uint64_t>> live(20);
   for (std::uint64_t i = 0; i < live.size(); ++i)
     for (std::uint64_t j = 0; j < 1000; ++j)
@@ -1264,20 +1283,19 @@ int core_dump_child(bool closed) {
 
 }  // namespace
 
-RESERVOIR_CHILD("pool.core_dump") {
-  return core_dump_child(false);
+RESERVOIR_CHILD("pool.core_dump.open") {
+  return core_dump_child("open");
 }
 RESERVOIR_CHILD("pool.core_dump.closed") {
-  return core_dump_child(true);
+  return core_dump_child("closed");
+}
+RESERVOIR_CHILD("pool.core_dump.default") {
+  return core_dump_child("default");
 }
 
 TEST_SUITE("slot_pool") {
-  TEST_CASE("core dumps: open chunks are left out, closed chunks' arrays are in") {
+  TEST_CASE("core dumps: default arrays are in (closed chunks, the default); open chunks are not") {
     if (!full_default_here()) return;
-    if (!test::open_reservations_here()) {
-      MESSAGE("skipped: no open reservations here");
-      return;
-    }
     if (test::under_valgrind()) {
       MESSAGE("skipped under valgrind, which writes its own core");
       return;
@@ -1297,15 +1315,19 @@ TEST_SUITE("slot_pool") {
       ~Unset() { (void)::unsetenv("RESERVOIR_TEST_CORE_DIR"); }
     } unset;
     namespace fs = std::filesystem;
-    for (const bool closed : {false, true}) {
-      CAPTURE(closed);
-      const fs::path dir = fs::temp_directory_path() /
-                           ("reservoir-core-" + std::to_string(::getpid()) + (closed ? "c" : "o"));
+    for (const std::string chunks : {"default", "open", "closed"}) {
+      CAPTURE(chunks);
+      if (chunks == "open" && !test::open_reservations_here()) {
+        MESSAGE("no open reservations here: open chunks not checked");
+        continue;
+      }
+      const fs::path dir =
+          fs::temp_directory_path() / ("reservoir-core-" + std::to_string(::getpid()) + chunks);
       fs::remove_all(dir);
       fs::create_directories(dir);
       REQUIRE(::setenv("RESERVOIR_TEST_CORE_DIR", dir.c_str(), 1) == 0);
       const auto start = std::chrono::steady_clock::now();
-      test::ProcessResult r = test::run_child(closed ? "pool.core_dump.closed" : "pool.core_dump");
+      test::ProcessResult r = test::run_child("pool.core_dump." + chunks);
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       CHECK_MESSAGE((!r.exited && r.signal == SIGABRT), test::describe(r));
@@ -1342,7 +1364,8 @@ TEST_SUITE("slot_pool") {
           }
         }
       }
-      CHECK(found == closed);  // arrays are 8-byte aligned, and so are the core's page contents
+      // Arrays are 8-byte aligned, and so are the core's page contents.
+      CHECK(found == (chunks != "open"));
       fs::remove_all(dir);
     }
   }

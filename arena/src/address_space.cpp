@@ -29,8 +29,9 @@ using detail::kMax;
 // changes with every mapping.
 constexpr std::int64_t kNoLimitReadingAge = 20'000'000;  // 20 ms
 std::atomic<std::int64_t> g_no_limit_until{0};
-// Whether large pool chunks are reserved open where the OS allows (set_open_pool_chunks).
-std::atomic<bool> g_open_chunks{true};
+// Whether large pool chunks are reserved open where the OS allows (set_open_pool_chunks): an
+// opt-in, since an open chunk's arenas take writes past their committed prefix.
+std::atomic<bool> g_open_chunks{false};
 std::atomic<std::size_t> g_no_limit_size{0};
 
 std::int64_t now_ns() noexcept {
@@ -133,13 +134,26 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept {
   }
   const std::size_t set = g_budget.load(std::memory_order_relaxed);
   const std::size_t budget = set ? set : space ? space / 2 : address_space_budget();
-  const std::size_t reserved = reserved_address_space();
-  const std::size_t parked =
-      std::min(g_parked.load(std::memory_order_relaxed) +
-                   g_pool_spare.load(std::memory_order_relaxed) + detail::own_cached_spare(),
-               reserved);
-  const std::size_t used = reserved - parked;  // what live arrays hold
-  if (used <= budget / 4 && preferred <= budget / 4 - used && preferred <= cap) return preferred;
+  // What live arrays hold: everything reserved but what is parked or spare in the pools, and the
+  // slots in the calling thread's pool cache (its next default array takes one back). Slots in
+  // other threads' caches hold no live array either: before a smaller tier is given, they go back
+  // to the pools, where they count as spare and this array can take one.
+  const auto held = [] {
+    const std::size_t reserved = reserved_address_space();
+    const std::size_t spare = g_parked.load(std::memory_order_relaxed) +
+                              g_pool_spare.load(std::memory_order_relaxed) +
+                              detail::own_cached_spare();
+    return reserved - std::min(spare, reserved);
+  };
+  const auto full = [&](std::size_t used) {
+    return used <= budget / 4 && preferred <= budget / 4 - used && preferred <= cap;
+  };
+  std::size_t used = held();
+  if (full(used)) return preferred;
+  if (detail::reclaim_cached_spare() != 0) {
+    used = held();
+    if (full(used)) return preferred;
+  }
   const std::size_t small = std::min({preferred, kSmall, cap});
   if (used <= budget && small <= budget - used) return small;
   return std::min({preferred, kTiny, cap});

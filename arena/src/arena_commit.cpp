@@ -135,9 +135,16 @@ std::error_code Arena::commit_range(std::size_t bytes, std::size_t target, Popul
                              : populate == Populate::none ? 0
                              : populate == Populate::all  ? len
                                                           : std::min(len, kPopulatedStepLimit);
+  //    What the machine must back for it: all of a step being filled (appends, Populate::all),
+  //    what a reserve populates (Populate::first_step), nothing for Populate::none.
+  const std::size_t backed_later =
+      std::max(charge, populate == Populate::all    ? len
+                       : populate == Populate::none ? std::size_t{0}
+                                                    : std::min(len, kPopulatedStepLimit));
   std::size_t charged = 0;
-  std::error_code ec =
-      has(kRespectMemoryLimit) ? detail::charge_step(len, charge, &charged) : std::error_code{};
+  std::error_code ec = has(kRespectMemoryLimit)
+                           ? detail::charge_step(len, charge, backed_later, &charged)
+                           : std::error_code{};
   if (ec) return ec;
   if (!open_slot() && (ec = pal::commit(start, len))) {
     detail::memory_limit_refund(charged);

@@ -130,9 +130,10 @@ void count_pool_spare(std::size_t size, bool spare) noexcept;
 // Charges `populated` bytes about to be backed; true if they fit (or no limit applies).
 // *charged is what was taken (0 when nothing is checked): what refund/credit may give back.
 bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept;
-// Both checks of a commit step of `committed` bytes, `populated` of them backed at once:
+// Both checks of a commit step of `committed` bytes, `populated` of them backed at once and
+// `backed` of them backed by the time the caller has written what it commits for:
 // machine_can_back(), then memory_limit_charge(); the Refusal if either says no.
-std::error_code charge_step(std::size_t committed, std::size_t populated,
+std::error_code charge_step(std::size_t committed, std::size_t populated, std::size_t backed,
                             std::size_t* charged) noexcept;
 // The charged bytes are backed now (or will be by the caller's next stores).
 void memory_limit_settle(std::size_t charged) noexcept;
@@ -145,8 +146,10 @@ bool memory_limit_in_force() noexcept;
 // margin, and how to raise or turn off the check.
 std::string memory_limit_advice();
 // True unless a commit of `committed` bytes, `populated` of them backed at once, is more than
-// the machine can back (checked only for steps of at least an eighth of its RAM).
-bool machine_can_back(std::size_t committed, std::size_t populated) noexcept;
+// the machine can back (checked for steps of at least an eighth of its RAM), or its `backed`
+// bytes (what the caller will write) do not fit what the machine has left, less a margin
+// (every step: the machine's headroom, re-read as it runs low).
+bool machine_can_back(std::size_t committed, std::size_t populated, std::size_t backed) noexcept;
 // The sentence for a step machine_can_back() refused.
 std::string machine_memory_advice(std::size_t committed, std::size_t populated);
 // fork(): the memory-limit locks held across it (prepare) and released (after, both sides).
@@ -204,8 +207,8 @@ struct PoolCache {
   std::byte* sub[kPoolSubClassCount] = {};
   std::size_t bytes = 0;  // committed bytes in the slots above (a sub-page slot: its stride)
   // The address space of the large-class slots above (their strides): spare for the owner's own
-  // next default array (own_cached_spare), held for everyone else's. Read by the owner without
-  // the lock.
+  // next default array (own_cached_spare), held for everyone else's until reclaim_cached_spare
+  // gives it back to the pools. Read by the owner without the lock.
   std::atomic<std::size_t> spare{0};
 
   PoolCache() = default;
@@ -237,6 +240,12 @@ std::size_t pool_cache_bytes() noexcept;
 // The address space of the large-class slots in the calling thread's pool cache (PoolCache::spare):
 // what its next default array takes back, so not counted as held when its tier is chosen.
 std::size_t own_cached_spare() noexcept;
+// Gives the pool caches of the other threads that hold large-class slots back to the pools, within
+// the resident limit (and ended threads' caches, as a reap does): their address space then counts
+// as the pools' spare and their slots go to the next default arrays of any thread. Returns the
+// address space given back. Takes the registry's lock and walks every thread: for the rare choice
+// of a smaller tier, not for every array.
+std::size_t reclaim_cached_spare() noexcept;
 // Gives the cached pool slots of threads that have ended back to the pools, if any thread has
 // ended since the last time (one load otherwise). Called before a take goes to the pools.
 void reap_ended_threads() noexcept;

@@ -46,11 +46,13 @@ std::int64_t now_ns() noexcept {
       .count();
 }
 
-// A fresh reading of the limit in force; false if there is none.
+// A fresh reading of the limit in force; false if there is none. m->unreadable: the OS would not
+// tell now (a limit set by hand: the resident set could not be read).
 bool read_memory_limit(std::size_t setting, pal::MemoryLimit* m) {
   if (setting == kMemoryLimitAuto) return pal::memory_limit(m);
   m->limit = setting;
   m->usage = pal::current_rss();
+  m->unreadable = m->usage == 0;
   m->source = "reservoir::set_memory_limit";
   return true;
 }
@@ -70,7 +72,11 @@ std::int64_t clamp(std::size_t v) noexcept {
 
 // Takes a reading with `refresh` held and the headroom marked kUnknown; returns the headroom it
 // leaves (kUnlimited if no limit applies) before `own` bytes of the caller's are charged.
-std::int64_t take_reading(LimitState& st, std::size_t setting, std::int64_t own) noexcept {
+// `previous` is the headroom the reading replaces (kUnknown if none): where the OS cannot tell
+// now (a failed read, as when the process has no file descriptor left), a limit known before
+// still stands, less what was charged since, never "no limit".
+std::int64_t take_reading(LimitState& st, std::size_t setting, std::int64_t own,
+                          std::int64_t previous) noexcept {
   // In flight is read before the usage: a step populated in between is counted twice (on the
   // safe side), never not at all.
   const std::int64_t others = std::max<std::int64_t>(st.in_flight.load() - own, 0);
@@ -82,6 +88,7 @@ std::int64_t take_reading(LimitState& st, std::size_t setting, std::int64_t own)
     limited = false;
   }
   st.read_at_ns.store(now_ns(), std::memory_order_relaxed);
+  if (m.unreadable && previous != kUnknown && previous < kUnlimited / 2) return previous;
   if (!limited) {
     st.refresh_below.store(0, std::memory_order_relaxed);
     return kUnlimited;
@@ -147,8 +154,8 @@ bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept {
     *charged = static_cast<std::size_t>(n);
     return true;
   }
-  st.headroom.store(kUnknown);
-  const std::int64_t fresh = take_reading(st, setting, n);
+  const std::int64_t previous = st.headroom.exchange(kUnknown);
+  const std::int64_t fresh = take_reading(st, setting, n, previous);
   if (n > fresh) {
     st.headroom.store(fresh);
     st.in_flight.fetch_sub(n);
@@ -196,12 +203,70 @@ std::string memory_limit_advice() {
 // ---- what the machine can back ------------------------------------------------------------------
 
 namespace {
-// Steps below an eighth of the RAM are not checked (they cost no read of /proc/meminfo); the
-// RAM is read once. 0: not known yet; kMax: nothing is checked on this OS.
+// Steps below an eighth of the RAM are not checked against the RAM itself (they cost no read of
+// /proc/meminfo); the RAM is read once. 0: not known yet; kMax: nothing is checked on this OS.
 std::atomic<std::size_t> g_check_from{0};
+
+// The machine's headroom: what it could still back (MemAvailable + SwapFree) less a margin at the
+// last reading, less the bytes steps took since. Every step takes the bytes it will back from it
+// with a compare-and-swap; a step that would take it below half of the last reading's figure, or
+// one of at least kAgedStep when the reading is older than kMachineReadingAge, reads afresh (one
+// reading at a time, under the memory limit's lock, which the fork handlers hold). A step that
+// does not fit a fresh reading is refused: the process stops before the machine runs out, where
+// the kernel's OOM killer would otherwise end it. kUnlimited: the OS does not tell.
+std::atomic<std::int64_t> g_machine_headroom{kUnknown};
+std::atomic<std::int64_t> g_machine_refresh_below{0};
+std::atomic<std::int64_t> g_machine_read_at{0};
+constexpr std::int64_t kMachineReadingAge = 100'000'000;  // 100 ms
+constexpr std::int64_t kAgedStep = std::int64_t{1} << 20;
+
+// Kept free for the kernel and every other process: 1/32 of the RAM, at least 64 MiB.
+std::size_t machine_margin(std::size_t total) noexcept {
+  return std::max(total / 32, std::size_t{64} << 20);
+}
+
+// Takes n > 0 bytes from the machine's headroom; false if they do not fit a fresh reading.
+bool machine_take(std::int64_t n) noexcept {
+  std::int64_t h = g_machine_headroom.load();
+  while (h != kUnknown) {
+    const bool aged =
+        n >= kAgedStep && now_ns() - g_machine_read_at.load(std::memory_order_relaxed) >=
+                              (h >= kUnlimited / 2 ? 10 * kMachineReadingAge : kMachineReadingAge);
+    if (aged) break;
+    if (h >= kUnlimited / 2) return true;
+    if (h - n <= g_machine_refresh_below.load(std::memory_order_relaxed)) break;
+    if (g_machine_headroom.compare_exchange_weak(h, h - n)) return true;
+  }
+  std::lock_guard lock(limit_state().refresh);
+  pal::MachineMemory m;
+  g_machine_read_at.store(now_ns(), std::memory_order_relaxed);
+  if (!pal::machine_memory(&m)) {
+    // A reading that fails where one succeeded before (no file descriptor left) keeps the last
+    // figure, less what was taken since; where none ever did, the OS does not tell.
+    const std::int64_t previous = g_machine_headroom.load();
+    if (previous == kUnknown || previous >= kUnlimited / 2) {
+      g_machine_headroom.store(kUnlimited);
+      return true;
+    }
+    if (n > previous) return false;
+    g_machine_headroom.store(previous - n);
+    return true;
+  }
+  const std::size_t can = m.available + m.swap_free;
+  const std::size_t margin = machine_margin(m.total);
+  const std::int64_t fresh = can > margin ? clamp(can - margin) : 0;
+  g_machine_refresh_below.store(fresh / 2, std::memory_order_relaxed);
+  if (n > fresh) {
+    g_machine_headroom.store(fresh);
+    return false;
+  }
+  g_machine_headroom.store(fresh - n);
+  return true;
+}
 }  // namespace
 
-bool machine_can_back(std::size_t committed, std::size_t populated) noexcept {
+bool machine_can_back(std::size_t committed, std::size_t populated, std::size_t backed) noexcept {
+  if (backed != 0 && !machine_take(clamp(backed))) return false;
   std::size_t from = g_check_from.load(std::memory_order_relaxed);
   if (from == 0) {
     pal::MachineMemory m;
@@ -224,14 +289,18 @@ std::string machine_memory_advice(std::size_t committed, std::size_t populated) 
   return "The step (" + format_bytes(committed) + " committed, " + format_bytes(populated) +
          " backed at once) is more than this machine can back: " + format_bytes(m.total) +
          " of RAM (" + format_bytes(m.available) + " available) and " + format_bytes(m.swap_total) +
-         " of swap (" + format_bytes(m.swap_free) +
-         " free); use less, add swap, or turn the check off (ArenaOptions::respect_memory_limit)";
+         " of swap (" + format_bytes(m.swap_free) + " free), of which " +
+         format_bytes(machine_margin(m.total)) +
+         " are kept free; use less, add swap, or turn the check off "
+         "(ArenaOptions::respect_memory_limit)";
 }
 
-std::error_code charge_step(std::size_t committed, std::size_t populated,
+std::error_code charge_step(std::size_t committed, std::size_t populated, std::size_t backed,
                             std::size_t* charged) noexcept {
   *charged = 0;
-  if (!machine_can_back(committed, populated)) return make_error_code(Refusal::machine_memory);
+  if (!machine_can_back(committed, populated, backed)) {
+    return make_error_code(Refusal::machine_memory);
+  }
   if (!memory_limit_charge(populated, charged)) return make_error_code(Refusal::memory_limit);
   return {};
 }
@@ -262,8 +331,8 @@ std::size_t memory_limit_headroom() noexcept {
   const std::size_t setting = st.setting.load(std::memory_order_relaxed);
   if (setting == kMemoryLimitOff) return kMemoryLimitOff;
   std::lock_guard lock(st.refresh);
-  st.headroom.store(kUnknown);
-  const std::int64_t h = take_reading(st, setting, 0);
+  const std::int64_t previous = st.headroom.exchange(kUnknown);
+  const std::int64_t h = take_reading(st, setting, 0, previous);
   st.headroom.store(h);
   if (h >= kUnlimited / 2) return kMemoryLimitOff;
   return h > 0 ? static_cast<std::size_t>(h) : 0;

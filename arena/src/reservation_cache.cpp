@@ -293,6 +293,21 @@ std::size_t own_cached_spare() noexcept {
   return slot != nullptr ? slot->pool.spare.load(std::memory_order_relaxed) : 0;
 }
 
+std::size_t reclaim_cached_spare() noexcept {
+  ReservationCache& c = cache();
+  std::lock_guard lock(c.mutex);
+  reap_retired(c);  // ended threads' caches go back as their slots are freed
+  const ThreadSlot* const mine = my_slot(false);
+  std::size_t bytes = 0;
+  for (ThreadSlot* s = c.slots; s; s = s->next) {
+    const std::size_t spare = s->pool.spare.load(std::memory_order_relaxed);
+    if (s == mine || spare == 0) continue;
+    bytes += spare;
+    s->flush_pool(false);
+  }
+  return bytes;
+}
+
 std::size_t pool_cache_bytes() noexcept {
   ReservationCache& c = cache();
   std::lock_guard lock(c.mutex);

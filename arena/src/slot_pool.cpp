@@ -21,8 +21,9 @@
 // 4 MiB and more, for huge pages) and are kLargeAlign apart, the gap never committed: a chunk is
 // [guard][pad][slot 0][gap][slot 1][gap]...[slot n-1][gap], pad + guard < kLargeAlign.
 //
-// Where the OS makes them (Linux), a large chunk is an open reservation (pal::reserve_open):
-// read-write from the start, so an arena in one of its slots commits without a system call. In a
+// With set_open_pool_chunks(true), where the OS makes them (Linux), a large chunk is an open
+// reservation (pal::reserve_open): read-write from the start, so an arena in one of its slots
+// commits without a system call. By default it is closed, as every other reservation. In a
 // closed chunk each live slot's committed prefix is a kernel mapping of its own, made by the
 // commit that splits the chunk's (measured: 7.2-7.8 us for a fresh default array against
 // 4.2-4.5 without the call, 1e4 arrays 1 GiB apart). An open chunk is one mapping; each slot
@@ -37,7 +38,9 @@
 // default array's tier smaller. A slot in a thread's cache (PoolCache) counts as spare for that
 // thread's own next default array only (own_cached_spare), as held for the others' (as it was a
 // moment before): a shared counter that every thread writes at every array would cost more than
-// the array (its cache line moving between cores), and a thread caches one slot a tier at most. A
+// the array (its cache line moving between cores), and a thread caches one slot a tier at most.
+// Before another thread's default array is given a smaller tier, the other threads' cached large
+// slots go back to the pools (reclaim_cached_spare), so live threads' caches never shrink it. A
 // large chunk the OS refuses is no error: the arena reserves a mapping of its own, as it would
 // without the pools; nor is one asked for under an address-space limit (RLIMIT_AS), where every
 // reserved slot would count against the limit.
@@ -384,7 +387,7 @@ bool add_run(Pools& p, SubClass& sc, std::size_t stride, bool charge) noexcept {
   if (reserve_mapping(bytes, &mapping, false)) return false;
   auto* base = static_cast<std::byte*>(mapping);
   std::size_t charged = 0;
-  bool ok = !charge || !charge_step(bytes, bytes, &charged);
+  bool ok = !charge || !charge_step(bytes, bytes, bytes, &charged);
   if (ok && pal::commit(base, bytes)) ok = false;
   if (ok) {
     // Backed now, as a commit step is (arena_commit.cpp): one populate call, then a store per

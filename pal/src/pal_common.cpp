@@ -21,6 +21,11 @@ std::atomic<int> g_thp_override{-1};
 std::atomic<bool> g_refuse_open{false};
 std::atomic<bool> g_refuse_guard_install{false};
 std::atomic<bool> g_refuse_dontdump{false};
+// testing::set_machine_memory(): the machine described (total 0: none), and the resident set
+// when it was set. Guarded by g_mutex.
+std::atomic<bool> g_fake_machine{false};
+MachineMemory g_machine;
+std::size_t g_machine_rss = 0;
 
 constexpr std::size_t kOps = static_cast<std::size_t>(Op::count_);
 std::array<FaultSlot, kOps> g_slots;
@@ -51,6 +56,22 @@ bool injected_failure(Op op, std::error_code* ec) noexcept {
   --s.count;
   if (s.count == 0) s.armed.store(false, std::memory_order_relaxed);
   *ec = s.error;
+  return true;
+}
+
+bool machine_memory_override(MachineMemory* out) noexcept {
+  if (!g_fake_machine.load(std::memory_order_relaxed)) return false;
+  MachineMemory m;
+  std::size_t rss_then = 0;
+  {
+    std::lock_guard lock(g_mutex);
+    m = g_machine;
+    rss_then = g_machine_rss;
+  }
+  const std::size_t rss = current_rss();
+  const std::size_t grown = rss > rss_then ? rss - rss_then : 0;
+  m.available = m.available > grown ? m.available - grown : 0;
+  *out = m;
   return true;
 }
 
@@ -110,6 +131,17 @@ void clear() noexcept {
 
 std::uint64_t calls(Op op) noexcept {
   return slot(op).calls.load(std::memory_order_relaxed);
+}
+
+void set_machine_memory(std::size_t total, std::size_t available) noexcept {
+  const std::size_t rss = total != 0 ? current_rss() : 0;
+  std::lock_guard lock(g_mutex);
+  g_machine = MachineMemory{};
+  g_machine.total = total;
+  g_machine.available = available;
+  g_machine.overcommit = 0;
+  g_machine_rss = rss;
+  g_fake_machine.store(total != 0, std::memory_order_relaxed);
 }
 
 bool set_page_size(std::size_t bytes) noexcept {

@@ -44,6 +44,9 @@
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #endif
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 #if defined(__APPLE__)
 #include <mach/mach.h>
@@ -161,6 +164,32 @@ std::size_t allocation_granularity() noexcept {
 
 // ---- address space -----------------------------------------------------------------------------
 
+#if !defined(__APPLE__)
+namespace {
+std::atomic<std::uintptr_t> g_user_stack_top{0};  // 0: not asked yet
+
+// An address in the process's initial stack, near its top: on Linux the auxiliary vector's
+// AT_RANDOM bytes, which the kernel puts there at exec; on FreeBSD the stack's top (kern.usrstack).
+// 0 where neither answers.
+std::uintptr_t user_stack_top() noexcept {
+  std::uintptr_t top = g_user_stack_top.load(std::memory_order_relaxed);
+  if (top != 0) return top;
+#if defined(__linux__)
+  top = static_cast<std::uintptr_t>(::getauxval(AT_RANDOM));
+#elif defined(__FreeBSD__)
+  int mib[2] = {CTL_KERN, KERN_USRSTACK};
+  unsigned long usrstack = 0;
+  std::size_t len = sizeof usrstack;
+  if (::sysctl(mib, 2, &usrstack, &len, nullptr, 0) == 0 && len == sizeof usrstack) {
+    top = static_cast<std::uintptr_t>(usrstack - 1);
+  }
+#endif
+  if (top != 0) g_user_stack_top.store(top, std::memory_order_relaxed);
+  return top;
+}
+}  // namespace
+#endif
+
 std::size_t address_space_size() noexcept {
 #if defined(__APPLE__)
   // Darwin says where user space ends (128 TiB on macOS, 63 GiB on iOS). Its arm64 main stack
@@ -168,9 +197,13 @@ std::size_t address_space_size() noexcept {
   std::size_t size = static_cast<std::size_t>(
       std::min<std::uint64_t>(MACH_VM_MAX_ADDRESS, std::numeric_limits<std::size_t>::max()));
 #else
-  // The stack sits just below the top of the user address space on Linux and FreeBSD.
+  // The process's initial stack sits just below the top of the user address space on Linux and
+  // FreeBSD. The calling thread's own stack may be anywhere (pthread_attr_setstack), so it is not
+  // asked.
+  // Where the OS does not say, the calling thread's stack stands in.
   int probe = 0;
-  const auto top = reinterpret_cast<std::uintptr_t>(&probe);
+  std::uintptr_t top = user_stack_top();
+  if (top == 0) top = reinterpret_cast<std::uintptr_t>(&probe);
   std::size_t size = top < (std::uintptr_t{1} << (sizeof(std::uintptr_t) * 8 - 1))
                          ? static_cast<std::size_t>(std::bit_ceil(top + 1))
                          : static_cast<std::size_t>(top);
@@ -411,19 +444,27 @@ std::error_code release(void* addr, std::size_t size) noexcept {
 
 std::error_code prefault(void* addr, std::size_t size) noexcept {
   std::error_code ec;
-  if (injected_failure(Op::prefault, &ec)) return ec;
+  if (!injected_failure(Op::prefault, &ec)) {
 #if RESERVOIR_PAL_LINUX
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14 uapi value; older headers lack it
 #endif
-  if (::madvise(addr, size, MADV_POPULATE_WRITE) == 0) return {};
-  if (errno == EINVAL) return std::make_error_code(std::errc::not_supported);  // kernel < 5.14
-  return last_error();
+    if (::madvise(addr, size, MADV_POPULATE_WRITE) == 0) return {};
+    ec = last_error();
 #else
-  (void)addr;
-  (void)size;
-  return std::make_error_code(std::errc::not_supported);
+    (void)addr;
+    (void)size;
+    return std::make_error_code(std::errc::not_supported);
 #endif
+  }
+  // The call itself refused, not the memory: EINVAL (a kernel before 5.14 lacks the advice),
+  // EPERM or ENOSYS (a seccomp filter that does not allow it). Nothing was populated, and the
+  // caller's stores back the pages instead. An injected error is judged as the OS's would be.
+  if (ec == std::errc::invalid_argument || ec == std::errc::operation_not_permitted ||
+      ec == std::errc::function_not_supported) {
+    return std::make_error_code(std::errc::not_supported);
+  }
+  return ec;
 }
 
 #if RESERVOIR_PAL_LINUX
@@ -619,16 +660,22 @@ std::size_t current_rss() noexcept {
 #if defined(__linux__)
 namespace {
 
-// The whole of a small file (/proc, cgroupfs), or "" if it cannot be read.
-std::string read_small_file(const std::string& path) {
+// The whole of a small file (/proc, cgroupfs), or "" if it cannot be read. A file that is there
+// but cannot be read now (no descriptor or memory left: EMFILE, ENFILE, ENOMEM) sets *failed; a
+// file that does not exist, or may not be read, leaves it.
+std::string read_small_file(const std::string& path, bool* failed) {
   const CancellationOff no_cancel;
   std::string out;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
+  if (fd < 0) {
+    if (errno != ENOENT && errno != ENOTDIR && errno != EACCES) *failed = true;
+    return out;
+  }
   char buf[4096];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0) *failed = true;
     if (n <= 0) break;
     out.append(buf, static_cast<std::size_t>(n));
   }
@@ -637,8 +684,8 @@ std::string read_small_file(const std::string& path) {
 }
 
 // A cgroup file holding one number ("max" or a v1 value near 2^63 mean: no limit).
-bool read_limit_value(const std::string& path, std::size_t* out) {
-  const std::string text = read_small_file(path);
+bool read_limit_value(const std::string& path, std::size_t* out, bool* failed) {
+  const std::string text = read_small_file(path, failed);
   if (text.empty() || text.compare(0, 3, "max") == 0) return false;
   const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
   if (v >= (1ull << 62)) return false;
@@ -666,10 +713,10 @@ struct CgroupDir {
   bool v2 = false;
 };
 
-bool find_memory_cgroup(CgroupDir* out) {
+bool find_memory_cgroup(CgroupDir* out, bool* failed) {
   // 1. Mount points: a cgroup2 mount, or a v1 cgroup mount whose options name "memory".
   std::string v1_mount, v2_mount;
-  const std::string mountinfo = read_small_file("/proc/self/mountinfo");
+  const std::string mountinfo = read_small_file("/proc/self/mountinfo", failed);
   for (std::size_t at = 0; at < mountinfo.size();) {
     std::size_t end = mountinfo.find('\n', at);
     if (end == std::string::npos) end = mountinfo.size();
@@ -694,7 +741,7 @@ bool find_memory_cgroup(CgroupDir* out) {
     }
   }
   // 2. This process's cgroup: "N:memory:/path" (v1) or "0::/path" (v2).
-  const std::string cgroup = read_small_file("/proc/self/cgroup");
+  const std::string cgroup = read_small_file("/proc/self/cgroup", failed);
   std::string v1_path, v2_path;
   for (std::size_t at = 0; at < cgroup.size();) {
     std::size_t end = cgroup.find('\n', at);
@@ -727,11 +774,21 @@ bool find_memory_cgroup(CgroupDir* out) {
 #endif
 
 bool memory_limit(MemoryLimit* out) noexcept {
-  if (std::error_code ec; injected_failure(Op::stats, &ec)) return false;
+  out->unreadable = false;
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) {
+    out->unreadable = true;
+    return false;
+  }
 #if defined(__linux__)
+  // A file that could not be read (descriptors or memory ran out) may have held the tightest
+  // limit: then nothing found is reported as found, and the caller knows it did not learn.
+  bool failed = false;
   try {
     CgroupDir dir;
-    if (!find_memory_cgroup(&dir)) return false;
+    if (!find_memory_cgroup(&dir, &failed)) {
+      out->unreadable = failed;
+      return false;
+    }
     // The cgroup and each ancestor up to the mount: the level with the least headroom decides.
     bool found = false;
     std::size_t best_headroom = 0;
@@ -739,13 +796,14 @@ bool memory_limit(MemoryLimit* out) noexcept {
     for (;;) {
       const std::string base = dir.mount + (path == "/" ? "" : path) + "/";
       std::size_t limit = 0;
-      if (read_limit_value(base + (dir.v2 ? "memory.max" : "memory.limit_in_bytes"), &limit)) {
+      if (read_limit_value(base + (dir.v2 ? "memory.max" : "memory.limit_in_bytes"), &limit,
+                           &failed)) {
         std::size_t usage = 0;
         const std::string usage_file = base + (dir.v2 ? "memory.current" : "memory.usage_in_bytes");
-        const std::string usage_text = read_small_file(usage_file);
+        const std::string usage_text = read_small_file(usage_file, &failed);
         if (!usage_text.empty()) {
           usage = static_cast<std::size_t>(std::strtoull(usage_text.c_str(), nullptr, 10));
-          const std::string stat = read_small_file(base + "memory.stat");
+          const std::string stat = read_small_file(base + "memory.stat", &failed);
           const std::size_t inactive =
               stat_value(stat, dir.v2 ? "inactive_file" : "total_inactive_file");
           usage = inactive < usage ? usage - inactive : 0;
@@ -763,9 +821,14 @@ bool memory_limit(MemoryLimit* out) noexcept {
       const std::size_t slash = path.rfind('/');
       path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
     }
+    if (failed) {
+      out->unreadable = true;
+      return false;
+    }
     return found;
   } catch (...) {
-    return false;  // no memory to read the files: report no limit rather than fail
+    out->unreadable = true;  // no memory to read the files
+    return false;
   }
 #else
   (void)out;
@@ -777,6 +840,7 @@ bool memory_limit(MemoryLimit* out) noexcept {
 
 bool machine_memory(MachineMemory* out) noexcept {
   if (std::error_code ec; injected_failure(Op::stats, &ec)) return false;
+  if (detail::machine_memory_override(out)) return true;
 #if defined(__linux__)
   const CancellationOff no_cancel;
   int fd = ::open("/proc/meminfo", O_RDONLY | O_CLOEXEC);

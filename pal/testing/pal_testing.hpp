@@ -22,6 +22,8 @@ namespace reservoir::pal {
 // `advise` is advise_huge_pages() and unadvise_huge_pages() (hints: callers ignore their failure;
 // counted all the same).
 // reserve_open() counts as `reserve`, discard() as `decommit`, guard() as `guard`.
+// An error injected into `prefault` is judged as the OS's own would be (POSIX: EINVAL, EPERM and
+// ENOSYS become std::errc::not_supported, the caller's cue to touch the pages instead).
 // `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
 // build). Injected with ENOMEM (the default) it first unmaps the range, as POSIX allows a failed
 // MAP_FIXED call to have done, so the test sees the worst case; with any other error the mapping
@@ -68,6 +70,11 @@ bool open_reservations_refused() noexcept;
 // 6.13, instead of MADV_GUARD_INSTALL where the kernel takes it (false, the default).
 void refuse_guard_install(bool refuse) noexcept;
 bool guard_install_refused() noexcept;
+// Makes machine_memory() describe a machine of `total` bytes of RAM, no swap, heuristic
+// overcommit, whose available memory is `available` less what this process's resident set has
+// grown by since the call (as if nothing else ran), so that growth past a small machine's RAM runs
+// here without exhausting this one. A total of 0 restores the OS's answer.
+void set_machine_memory(std::size_t total, std::size_t available) noexcept;
 // Makes reserve_open() act as if the kernel refused MADV_DONTDUMP (true): it then makes no open
 // reservation. Not counted as a call, so that call counts stay those of the kernel.
 void refuse_dontdump(bool refuse) noexcept;

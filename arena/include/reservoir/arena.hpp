@@ -178,8 +178,9 @@ std::size_t reservation_cache_size() noexcept;
 // Each thread keeps the last slot of each class (sub-page classes too) that it gave back, parked
 // as above, for its own next arena of that class: taking and returning it take no lock shared
 // with other threads, so threads that create and destroy arrays at once do not contend. Another
-// thread does not get that slot while its thread lives; when the thread has ended, its slots go
-// back to the pools (the next time any thread goes to them), and trim_pools() takes them from
+// thread does not get that slot while its thread lives (except a large slot, taken back into the
+// pools before a default array would be given a smaller tier); when the thread has ended, its slots
+// go back to the pools (the next time any thread goes to them), and trim_pools() takes them from
 // running threads too. A thread keeps pages in its cache only while the pools' parked bytes and
 // its own stay under the resident limit (so all threads' caches together may exceed it by what
 // each holds: at most one slot a class, each at most kPoolKeepPerSlot committed). A forked child
@@ -195,15 +196,21 @@ std::size_t reservation_cache_size() noexcept;
 // error (the arena reserves a mapping of its own), and under an address-space limit (RLIMIT_AS) no
 // large chunk is reserved.
 //
-// On Linux the large chunks are open: reserved read-write (MAP_NORESERVE), so an arena in one
-// commits without a system call, and left out of core dumps (MADV_DONTDUMP), since the kernel
-// would dump each written one whole, a page at a time. So a core file holds nothing of an arena
-// in a large slot there (default arrays, and any arena whose reservation is within 1/64 below a
-// tier); arenas with reuse_reservation = false are always dumped. set_open_pool_chunks(false)
-// makes the chunks reserved afterwards closed, as on the other systems: PROT_NONE, each commit a
-// system call, committed pages in core dumps like any other memory. Slots of open chunks already
-// reserved (parked, cached by a thread, or not yet handed out) are still handed out after it:
-// call it before the first such arena to have them all in core dumps. Thread-safe.
+// By default every chunk is closed, as every reservation: PROT_NONE until committed, so a write
+// past an arena's committed prefix faults, and core dumps hold every arena's committed pages.
+// set_open_pool_chunks(true) opts in to open large chunks where the OS makes them (Linux, unless
+// strict overcommit, a finite RLIMIT_DATA or locked memory rule them out), for the chunks reserved
+// afterwards. What it buys: an arena in an open chunk commits and decommits without changing
+// protection, so a fresh default array splits no kernel mapping (a closed chunk's array is two
+// or three of the vm.max_map_count mappings) and its first commit is no mprotect call (its guard
+// page is installed by one madvise as its slot is first carved instead, on Linux 6.13 and later).
+// What it gives up: past its committed prefix such an arena reads zeros and takes writes (an
+// overrun upward faults only at the next slot's guard page, up to 2 MiB past its reservation);
+// and the chunk is left out of core dumps (MADV_DONTDUMP: the kernel would dump each written one
+// whole, a page at a time), so a core holds nothing of an arena in a large slot (default arrays,
+// and any arena whose reservation is within 1/64 below a tier); arenas with reuse_reservation =
+// false are always dumped. Slots of chunks already reserved keep their kind (parked, cached by a
+// thread, or not yet handed out): set it before the first such arena. Thread-safe.
 void set_open_pool_chunks(bool open) noexcept;
 bool open_pool_chunks() noexcept;
 

@@ -41,8 +41,9 @@ std::size_t allocation_granularity() noexcept;
 std::error_code reserve(std::size_t size, void** out) noexcept;
 
 // The size of the user address space this process can reserve from: the span below the highest
-// user address (Linux, FreeBSD: the next power of two above the stack, which the kernel places at
-// the top, so 128 TiB on 47-bit x86-64 and arm64, 512 GiB on 39-bit arm64 kernels; macOS:
+// user address (Linux, FreeBSD: the next power of two above the process's initial stack, which
+// the kernel places at the top, whatever stack the calling thread runs on, so 128 TiB on 47-bit
+// x86-64 and arm64, 512 GiB on 39-bit arm64 kernels; macOS:
 // MACH_VM_MAX_ADDRESS, 128 TiB; Windows: lpMaximumApplicationAddress), lowered to RLIMIT_AS
 // where that is set. Never 0.
 std::size_t address_space_size() noexcept;
@@ -88,8 +89,10 @@ std::error_code guard(void* addr, std::size_t size) noexcept;
 std::error_code discard(void* addr, std::size_t size) noexcept;
 
 // Asks the OS to back a committed range with RAM now instead of on first touch (Linux 5.14+:
-// MADV_POPULATE_WRITE). Returns std::errc::not_supported where the OS cannot; callers may fall back
-// to touching the pages. Contents are unchanged.
+// MADV_POPULATE_WRITE). Returns std::errc::not_supported where the OS cannot or will not (no such
+// call, a kernel without the advice, a sandbox refusing it with EPERM or ENOSYS); callers may fall
+// back to touching the pages. Other errors (ENOMEM) mean the memory cannot be had. Contents are
+// unchanged.
 std::error_code prefault(void* addr, std::size_t size) noexcept;
 
 // Asks for transparent huge pages on [addr, addr+size) (Linux MADV_HUGEPAGE). A hint; returns
@@ -141,12 +144,15 @@ void yield_thread() noexcept;
 // ancestor's, found through /proc/self/cgroup and /proc/self/mountinfo. `usage` excludes the
 // cgroup's inactive file cache, which the kernel reclaims before it kills anything.
 struct MemoryLimit {
-  std::size_t limit = 0;  // bytes the cgroup may use
-  std::size_t usage = 0;  // bytes it uses now (its working set)
-  std::string source;     // the file the limit came from, for messages
+  std::size_t limit = 0;    // bytes the cgroup may use
+  std::size_t usage = 0;    // bytes it uses now (its working set)
+  std::string source;       // the file the limit came from, for messages
+  bool unreadable = false;  // with false returned: the files could not be read (no descriptor or
+                            // memory left), so whether a limit is set is not known
 };
-// True and *out filled if a limit is set; false if none is (or none can be read, or on an OS
-// without cgroups; Windows job-object limits already make VirtualAlloc's commit fail).
+// True and *out filled if a limit is set; false if none is (or none can be read, and then
+// out->unreadable is set; or on an OS without cgroups; Windows job-object limits already make
+// VirtualAlloc's commit fail).
 bool memory_limit(MemoryLimit* out) noexcept;
 
 // ---- per-thread values --------------------------------------------------------------------------
