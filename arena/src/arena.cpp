@@ -38,9 +38,10 @@ struct Layout {
 
 // Validates the request; returns an errc describing a bad request, or {} with *out filled.
 std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) noexcept {
-  const pal::Capabilities machine = pal::capabilities();
-  const std::size_t page = machine.page_size;
-  const std::size_t granularity = machine.allocation_granularity;
+  // The page size and granularity only: the rest of pal::capabilities() reads files (huge pages),
+  // which a new arena does not need.
+  const std::size_t page = pal::page_size();
+  const std::size_t granularity = pal::allocation_granularity();
   if (max_bytes == 0) return std::errc::invalid_argument;
   Layout l;
   if (!round_up(options.commit_granule == 0 ? std::max(kDefaultCommitGranule, page)

@@ -195,8 +195,9 @@ class Arena {
   friend void swap(Arena& a, Arena& b) noexcept;
 
  private:
-  // What the growth policy (detail::plan_step) is told of this arena now.
-  detail::GrowthState growth_state() const noexcept;
+  // What the growth policy (detail::plan_step) is told of this arena now, for a commit past
+  // `bytes` (0: the next step).
+  detail::GrowthState growth_state(std::size_t bytes = 0) const noexcept;
   // Commits [committed_, step.target), populates step.populated of it; committed_ = step.target.
   std::error_code take_step(const detail::PlannedStep& step) noexcept;
   // Commits so that committed_ >= bytes. bytes <= reserved_ is the caller's check.
