@@ -6,13 +6,18 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include "cli_checks.hpp"
 #include "clock.hpp"
+#include "many_arrays.hpp"
 #include "parse.hpp"
+#include "timeline.hpp"
 #include "tour.hpp"
 
 namespace {
@@ -37,6 +42,48 @@ std::vector<E> parse_names(const std::string& list, const E (&all)[N], const cha
   return out;
 }
 
+// True if the two paths name one file: the same path once made absolute and normal, or (where
+// both exist) the same file by the OS's identity, through links too.
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec)) return true;
+  auto normal = [](const std::string& p) {
+    std::error_code e;
+    fs::path full = fs::weakly_canonical(fs::absolute(p, e), e);
+    return e ? fs::path(p).lexically_normal() : full;
+  };
+  return normal(a) == normal(b);
+}
+
+// Every table's contenders, for --help: the names the tables and the result files use.
+std::string contenders_help() {
+  namespace tour = reservoir::bench::tour;
+  auto list = [](const auto& names) {
+    std::string out;
+    for (const auto& n : names) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(n)>, rb::Container>) {
+        out += (out.empty() ? "" : ", ") + std::string(rb::name(n));
+      } else {
+        out += (out.empty() ? "" : ", ") + std::string(n);
+      }
+    }
+    return out;
+  };
+  return fmt::format(
+      "Contenders, per table:\n"
+      "  1-3 memory, throughput, latency (--containers): {}\n"
+      "  4 concurrent: {} (tbb_concurrent_vector only when built with TBB)\n"
+      "  5 collatz: concurrent_dynarray, vector_shared_mutex\n"
+      "  6 timeline: {}\n"
+      "  7 mixed: {}\n"
+      "  8 many: {}\n"
+      "  9 bulk (--only bulk): {}",
+      list(rb::kAllContainers), list(rb::kConcurrentContainers), list(rb::kTimelineContainers),
+      list(rb::mixed::kContainers), list(rb::kManyArraysContainers),
+      list(tour::bulk_operation_names()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,9 +97,11 @@ int main(int argc, char** argv) {
       "arguments for the quick tour (about a minute on 2 cores: --budget 70 --cell-budget 20).\n"
       "reservoir-bench compare BASE.json NEW.json [--threshold PCT]: each cell's change in its "
       "ratio to std::vector; exit 1 on a regression.\n"
-      "Exit codes: 0 done; 1 a run that failed (a result file not written, containers that "
-      "disagree); 2 a usage error (bad option or value, an output path that cannot be written, "
-      "sizes that cannot fit)."};
+      "Exit codes: 0 done; 1 a run that failed (a cell that failed or crashed, a result file not "
+      "written, containers that disagree; cells skipped or timed out by a budget are not "
+      "failures); 2 a usage error (bad option or value, an output path that cannot be written, "
+      "sizes that cannot fit).\n" +
+      contenders_help()};
   Config cfg;
   std::string sizes = "1e3,1e6,1e7",
               containers = "dynarray,vector,vector_reserve,deque,vector_populate,floor,floor_huge",
@@ -66,9 +115,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option(
          "--containers", containers,
-         "Contenders: dynarray,vector,vector_reserve,deque,vector_populate,floor,floor_huge "
-         "(also: "
-         "pmr_arena,pmr_monotonic)")
+         "Contenders of tables 1-3, any of: " +
+             [] {
+               std::string all;
+               for (rb::Container c : rb::kAllContainers)
+                 all += (all.empty() ? "" : ",") + std::string(rb::name(c));
+               return all;
+             }())
       ->capture_default_str();
   app.add_option("--types", types,
                  "Element types: int,unique_ptr,string (the quick tour: int, so that it ends in "
@@ -83,8 +136,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--reserve", reserve,
                  "DynArray reservation in bytes, e.g. 1G (default: the library's 64 GiB)");
-  app.add_flag("--prefault,!--no-prefault", cfg.prefault,
-               "DynArray: prefault each committed step (the library default: on)");
+  auto* prefault_on = app.add_flag_callback(
+      "--prefault", [&cfg] { cfg.prefault = true; },
+      "DynArray: populate each committed step ahead of the appender (the "
+      "library's default)");
+  app.add_flag_callback(
+         "--no-prefault", [&cfg] { cfg.prefault = false; },
+         "DynArray: let page faults populate the committed steps")
+      ->excludes(prefault_on);
   app.add_option("--huge-pages", cfg.huge_pages,
                  "DynArray: transparent huge pages past 4 MiB: auto (the library default: where "
                  "they pay), on, off")
@@ -103,11 +162,11 @@ int main(int argc, char** argv) {
                  "Seconds one cell's child may run before it is killed (POSIX; default: 20 for the "
                  "quick tour, 60 when --sizes, --types, --containers, --reps, --only, --threads, "
                  "--mixed-* or --many-arrays chooses what to measure)")
-      ->check(CLI::Range(1.0, 86400.0));
+      ->check(rb::finite_range(1, 86400));
   app.add_option("--budget", cfg.total_budget,
                  "Seconds for the whole run; cells after it are skipped (0: no limit; default: 70 "
                  "for the quick tour, 0 when options choose what to measure)")
-      ->check(CLI::Range(0.0, 1e7));
+      ->check(rb::finite_range(0, 1e7));
   std::string mixed_iterations = "100";
   app.add_option("--mixed-iterations", mixed_iterations,
                  "Mixed table: iteration counts, e.g. 300 or 1000,3000")
@@ -204,13 +263,39 @@ int main(int argc, char** argv) {
         }
       }
     }
+    // A DynArray reservation that cannot hold a cell's data fails every DynArray cell of that
+    // size: say so now.
+    if (cfg.reserve_bytes != 0) {
+      for (std::uint64_t n : cfg.sizes) {
+        for (rb::Type t : cfg.types) {
+          const double bytes = static_cast<double>(n) * static_cast<double>(rb::element_size(t));
+          if (bytes > static_cast<double>(cfg.reserve_bytes)) {
+            throw std::invalid_argument(fmt::format(
+                "--reserve {}: {} elements of {} need {}, more than the reservation: every "
+                "DynArray cell of that size would fail (give at least that, or leave --reserve "
+                "out for the library's default)",
+                reserve, rb::format_count(n), rb::name(t),
+                format_bytes(static_cast<std::uint64_t>(bytes))));
+          }
+        }
+      }
+    }
     // Every output path is checked before the first cell, so that a long run never ends with
-    // its results thrown away.
-    for (const auto& [option, path] :
-         {std::pair<const char*, const std::string*>{"--json", &cfg.json},
-          {"--csv", &cfg.csv},
-          {"--markdown", &cfg.markdown}}) {
+    // its results thrown away: each can be written, and no two name the same file (the later
+    // file would replace the earlier one).
+    const std::pair<const char*, const std::string*> outputs[] = {
+        {"--json", &cfg.json}, {"--csv", &cfg.csv}, {"--markdown", &cfg.markdown}};
+    for (std::size_t i = 0; i < std::size(outputs); ++i) {
+      const auto& [option, path] = outputs[i];
       if (path->empty()) continue;
+      for (std::size_t j = 0; j < i; ++j) {
+        if (!outputs[j].second->empty() && same_file(*outputs[j].second, *path)) {
+          throw std::invalid_argument(fmt::format(
+              "{} {} and {} {} name the same file: one result file would replace the other; "
+              "nothing was run",
+              outputs[j].first, *outputs[j].second, option, *path));
+        }
+      }
       if (std::string why = check_writable(*path); !why.empty()) {
         throw std::invalid_argument(
             fmt::format("{} {}: cannot write there ({}); nothing was run", option, *path, why));
@@ -263,8 +348,10 @@ int main(int argc, char** argv) {
     run(*table);
   }
   bool consistent = true;
+  std::size_t failed = 0;
   for (const Result& r : results) {
     if (r.status.rfind(kMixedDisagreement, 0) == 0) consistent = false;
+    if (cell_failed(r.status)) ++failed;
     if (r.status != "ok" && !cfg.quiet) {
       fmt::print("note: {} {} {} {}: {}\n", r.table, r.type, rb::format_count(r.size), r.container,
                  r.status);
@@ -287,9 +374,17 @@ int main(int argc, char** argv) {
   if (!cfg.markdown.empty()) {
     report("--markdown", cfg.markdown, write_markdown(cfg.markdown, cfg, ctx, results));
   }
+  if (!cfg.quiet) print_summary(cfg, ctx, results);
   std::fflush(stdout);
   if (!consistent) {
     std::fprintf(stderr, "reservoir-bench: mixed: containers disagree on the final contents\n");
+    rc = 1;
+  }
+  if (failed > 0) {
+    std::fprintf(stderr,
+                 "reservoir-bench: %zu of %zu cells failed (the notes above say why); the "
+                 "others' results stand\n",
+                 failed, results.size());
     rc = 1;
   }
   return rc;

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "cli_checks.hpp"
 #include "json_mini.hpp"
 
 namespace reservoir::bench::tour {
@@ -74,7 +75,7 @@ int compare_main(int argc, char** argv) {
   app.add_option("NEW", new_file, "JSON written by reservoir-bench --json")->required();
   app.add_option("--threshold", threshold, "Percent a ratio may worsen before it counts")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(rb::finite_range(0, 1e6));
   try {
     app.parse(argc - 1, argv + 1);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,7 @@
 // A minimal JSON reader (objects, arrays, strings, numbers, true/false/null): the bench's
-// compare command reads its own files with it, and the tests check them with it.
+// compare command reads its own files with it, and the tests check them with it. It recurses once
+// per nesting level, so it refuses input nested deeper than kMaxDepth (a clear error, not a stack
+// overflow); the bench's own files nest four levels deep.
 #pragma once
 
 #include <cstdlib>
@@ -26,6 +28,9 @@ struct Value {
   }
   bool has(const std::string& key) const { return kind == Kind::object && obj.count(key) > 0; }
 };
+
+// The deepest nesting of arrays and objects the reader accepts.
+inline constexpr int kMaxDepth = 256;
 
 class Parser {
  public:
@@ -83,25 +88,32 @@ class Parser {
     Value v;
     if (i_ >= s_.size()) fail("unexpected end");
     const char c = s_[i_];
+    if ((c == '{' || c == '[') && ++depth_ > kMaxDepth) {
+      fail("nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
     if (c == '{') {
       ++i_;
       v.kind = Value::Kind::object;
-      if (eat('}')) return v;
-      do {
-        skip();
-        std::string k = string();
-        expect(':');
-        v.obj[k] = value();
-      } while (eat(','));
-      expect('}');
+      if (!eat('}')) {
+        do {
+          skip();
+          std::string k = string();
+          expect(':');
+          v.obj[k] = value();
+        } while (eat(','));
+        expect('}');
+      }
+      --depth_;
     } else if (c == '[') {
       ++i_;
       v.kind = Value::Kind::array;
-      if (eat(']')) return v;
-      do {
-        v.arr.push_back(value());
-      } while (eat(','));
-      expect(']');
+      if (!eat(']')) {
+        do {
+          v.arr.push_back(value());
+        } while (eat(','));
+        expect(']');
+      }
+      --depth_;
     } else if (c == '"') {
       v.kind = Value::Kind::string;
       v.str = string();
@@ -123,6 +135,7 @@ class Parser {
 
   const std::string& s_;
   std::size_t i_ = 0;
+  int depth_ = 0;  // arrays and objects open at i_
 };
 
 inline Value parse(const std::string& text) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -110,6 +111,19 @@ inline std::string format_count(std::uint64_t n) {
     return buf;
   }
   return std::to_string(n);
+}
+
+// "" if text is one finite number within [lo, hi], else why not: the bench's checks of its
+// seconds and percent options (a range check alone lets "nan" through: no comparison fails).
+inline std::string finite_in_range(const std::string& text, double lo, double hi) {
+  char* end = nullptr;
+  const double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < lo || v > hi) {
+    char why[128];
+    std::snprintf(why, sizeof why, "'%s' is not a number from %g to %g", text.c_str(), lo, hi);
+    return why;
+  }
+  return {};
 }
 
 // The key=value fields of a child's "ok k1=v1 k2=v2 ..." result line (the status word skipped).

@@ -165,4 +165,11 @@ void print_bulk(const Config& cfg, const std::vector<Result>& rs) {
 
 const Table kBulkTable = {"bulk", run_bulk, print_bulk};
 
+std::vector<std::string> bulk_operation_names() {
+  std::vector<std::string> names;
+  for (const BulkOp& op : kBulkOps)
+    names.emplace_back(op.name);
+  return names;
+}
+
 }  // namespace reservoir::bench::tour

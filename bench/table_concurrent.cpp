@@ -65,8 +65,9 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
         "claim costs at least)\n\n",
         rb::format_count(concurrent_size(cfg)), cfg.reps, rb::kBulkBatch);
   }
-  fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10}  {:>20}  {:>12}\n", "threads", "container",
-             "median", "min..max", "Melem/s", fmt::format("vs {}", base_name), "vs 1 thread");
+  fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10}  {:>20}  {:>22}\n", "threads", "container",
+             "median", "min..max", "Melem/s", fmt::format("vs {}", base_name),
+             "throughput vs 1 thread");
   for (const Result& r : rs) {
     if (r.table != table) continue;
     if (r.status != "ok") {
@@ -80,13 +81,15 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
       if (o.container == base_name && o.threads == r.threads) base = &o;
       if (o.container == r.container && o.threads == 1) single = &o;
     }
-    fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>12}\n", r.threads, r.container,
+    fmt::print("{:>8}  {:<28}{:>11}  {:>21}  {:>10.1f}  {:>20}  {:>22}\n", r.threads, r.container,
                format_seconds(r.seconds),
                format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max), r.eps / 1e6,
                speed_ratio(base, r),
                single ? fmt::format("{:.2f}x", single->seconds / r.seconds) : std::string("-"));
   }
-  fmt::print("\n");
+  fmt::print(
+      "\n   throughput vs 1 thread: elements per second over the same container's on 1 thread "
+      "(the same\n   total; 2.00x: twice as many per second, half the time)\n\n");
 }
 
 }  // namespace

@@ -81,9 +81,10 @@ void run_many(const Config& cfg, std::vector<Result>& out) {
   progress.done();
 }
 
-// "1.23x slower" of r against the vector row's figure, or "-".
+// "1.23x slower" of r against the vector row's figure, "-" without one, "below resolution" where
+// either took less than kTimeResolution.
 std::string versus(const Result* base, double base_seconds, double seconds) {
-  return base ? speed_ratio(base_seconds, seconds) : "-";
+  return base ? timed_ratio(base_seconds, seconds) : "-";
 }
 
 void print_many(const Config& cfg, const std::vector<Result>& rs) {
@@ -113,12 +114,16 @@ void print_many(const Config& cfg, const std::vector<Result>& rs) {
                format_seconds(r.seconds_min) + ".." + format_seconds(r.seconds_max) +
                    (r.unstable ? " ?" : ""),
                speed_ratio(base, r), format_seconds(r.destroy_seconds),
-               have_base ? speed_ratio(base->destroy_seconds, r.destroy_seconds) : "-",
-               fmt::format("{} ({:.2f}x)", format_bytes(r.peak_bytes),
-                           static_cast<double>(r.peak_bytes) / static_cast<double>(r.data_bytes)),
+               versus(b, b ? b->destroy_seconds : 0, r.destroy_seconds),
+               peak_cell(r.peak_bytes, r.data_bytes),
                versus(b, b ? b->rebuild_seconds : 0, r.rebuild_seconds),
                versus(b, b ? b->redestroy_seconds : 0, r.redestroy_seconds));
   }
+  fmt::print(
+      "\n   vs vector: std::vector's time / this time (2.00x faster: half the time); below "
+      "resolution:\n   a time under {:g} us (page_floor destroys arrays that own nothing), so no "
+      "ratio\n",
+      kTimeResolution * 1e6);
   fmt::print(
       "\n   Churn, in the same child: one array at a time created, filled and destroyed, {} "
       "times (twice\n   the arrays above, at least 1,000) on one thread, then as many on each of "

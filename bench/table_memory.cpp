@@ -45,9 +45,7 @@ void print_memory(const Config& cfg, const std::vector<Result>& rs) {
         const Result* r = find(rs, "memory", rb::name(c), rb::name(t), n);
         std::string cell = "-";
         if (r && r->status == "ok") {
-          cell =
-              fmt::format("{} ({:.2f}x)", format_bytes(r->peak_bytes),
-                          static_cast<double>(r->peak_bytes) / static_cast<double>(r->data_bytes));
+          cell = peak_cell(r->peak_bytes, r->data_bytes);
         } else if (r) {
           cell = r->status.rfind("skipped", 0) == 0 ? "skipped" : "FAILED";
         }
@@ -56,7 +54,10 @@ void print_memory(const Config& cfg, const std::vector<Result>& rs) {
       fmt::print("\n");
     }
   }
-  fmt::print("\n");
+  fmt::print(
+      "\n   below resolution: less than {} of data, within the noise of an idle child's peak "
+      "(the JSON\n   keeps the figure); FAILED: see the notes at the end\n\n",
+      format_bytes(kPeakResolution));
 }
 
 }  // namespace

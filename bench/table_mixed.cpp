@@ -102,8 +102,8 @@ void run_mixed(const Config& cfg, std::vector<Result>& out) {
 void print_mixed(const Config& cfg, const std::vector<Result>& rs) {
   fmt::print(
       "7. Mixed workload (rvector thesis): arrays of arrays created, copied, grown, shrunk and\n"
-      "   edited; seconds in total (median of {} interleaved reps) and per action, peak above an\n"
-      "   idle child; (x) = vector's total / this total\n\n",
+      "   edited; time in total (median of {} interleaved reps) and spent in each action, peak "
+      "above\n   an idle child; (x) = std::vector's total / this total (2.00x: half the time)\n\n",
       cfg.reps);
   fmt::print("{:>8} {:>6} {:>9} {:>11} {:>9}", "type", "iter", "container", "total", "(x)");
   for (const char* a : mx::kActionNames)
@@ -123,7 +123,7 @@ void print_mixed(const Config& cfg, const std::vector<Result>& rs) {
                                   : "";
     fmt::print(" {:>11} {:>9}", format_seconds(r.seconds) + (r.unstable ? " ?" : ""), ratio);
     for (double s : r.action_seconds)
-      fmt::print(" {:>9.3f}", s);
+      fmt::print(" {:>9}", s > 0 ? format_seconds(s) : std::string("-"));
     fmt::print(" {:>10}\n", format_bytes(r.peak_bytes));
   }
   fmt::print("\n");

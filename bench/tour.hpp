@@ -98,8 +98,23 @@ struct Result {
 // fails (exit 1), since one of the containers computed something else.
 inline constexpr const char* kMixedDisagreement = "error: containers disagree";
 
+// True if a cell's status says it failed (an error, a crash, a child that could not start), not
+// that it was skipped or stopped by a budget, which the run chose: a failed cell makes the run
+// exit 1.
+inline bool cell_failed(const std::string& status) {
+  return status != "ok" && status.rfind("skipped", 0) != 0 && status.rfind("timed out", 0) != 0;
+}
+
 // A cell whose slowest repetition took more than this times its fastest is marked unstable.
 inline constexpr double kUnstableSpread = 1.5;
+
+// A single timing below this (one clock read or two: destroying arrays that own nothing) measures
+// nothing a ratio could stand on: the tables print "below resolution" instead of a ratio.
+inline constexpr double kTimeResolution = 1e-6;
+
+// A peak of less data than this is within the noise of an idle child's own peak (which moves by
+// tens to hundreds of KiB between runs): the memory tables print "below resolution" for it.
+inline constexpr std::uint64_t kPeakResolution = std::uint64_t{256} << 10;
 
 // The median of samples (0 if none).
 double median(std::vector<double> samples);
@@ -169,6 +184,11 @@ std::string format_seconds(double s);
 std::string speed_ratio(double base, double mine);
 std::string speed_ratio(const Result* base, const Result& mine);
 double ratio_value(const Result* base, const Result& mine);
+// speed_ratio of two single timings, "below resolution" if either is under kTimeResolution.
+std::string timed_ratio(double base_seconds, double mine_seconds);
+// "38.2 MiB (1.00x)": a peak and its ratio to the data, or "below resolution" for data under
+// kPeakResolution.
+std::string peak_cell(std::uint64_t peak_bytes, std::uint64_t data_bytes);
 
 struct Context {
   std::vector<std::pair<std::string, std::string>> fields;
@@ -176,6 +196,9 @@ struct Context {
 Context make_context(const Config& cfg, std::uint64_t idle);
 bool is_debug_build();
 void print_header(const Context& ctx);
+// The closing summary: one line per table that ran, its headline ratios, the fault cost, and the
+// command that plots the run (summary.cpp).
+void print_summary(const Config& cfg, const Context& ctx, const std::vector<Result>& rs);
 
 // The result files. Each returns "" when the file was written completely, else what went wrong
 // (the OS's words), so that a result is never lost silently.
@@ -201,6 +224,8 @@ struct Table {
 };
 extern const Table kMemoryTable, kThroughputTable, kLatencyTable, kConcurrentTable, kCollatzTable,
     kTimelineTable, kMixedTable, kManyArraysTable, kBulkTable;
+// The bulk table's operations and floors, in its order (for --help).
+std::vector<std::string> bulk_operation_names();
 // The bulk table's child: one operation on n ints, "ok seconds=COLD warm=WARM".
 std::string bulk_child(std::string_view op, std::uint64_t n);
 

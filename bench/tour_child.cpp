@@ -16,8 +16,9 @@
 #include "clock.hpp"
 #include "collatz.hpp"
 #include "histogram.hpp"
+#include "kernel_calls.hpp"
 #include "many_arrays.hpp"
-#include "pal_testing.hpp"
+#include "throughput_build.hpp"
 #include "timeline.hpp"
 
 #if !defined(_WIN32)
@@ -38,17 +39,6 @@ std::string percentiles_line(const rb::LogLinearHistogram& h) {
   return s;
 }
 
-// Every OS call pal made so far (reservations, commits, populates, advice, guards, decommits,
-// releases).
-std::uint64_t pal_calls() {
-  std::uint64_t sum = 0;
-  for (pal::Op op : {pal::Op::reserve, pal::Op::commit, pal::Op::decommit, pal::Op::release,
-                     pal::Op::prefault, pal::Op::remap, pal::Op::advise, pal::Op::guard}) {
-    sum += pal::testing::calls(op);
-  }
-  return sum;
-}
-
 }  // namespace
 
 int child_main(int argc, char** argv) {
@@ -64,6 +54,13 @@ int child_main(int argc, char** argv) {
     if (seconds > 0) alarm(static_cast<unsigned>(std::ceil(seconds)));
   }
 #endif
+  // RESERVOIR_BENCH_FAIL_CELL=TABLE/CONTAINER: that cell fails as a broken one would (the tests
+  // check that a failed cell makes the run exit 1 and loses no other result).
+  if (const char* fail = std::getenv("RESERVOIR_BENCH_FAIL_CELL");
+      fail && table + "/" + argv[3] == fail) {
+    std::printf("error failed on purpose (RESERVOIR_BENCH_FAIL_CELL=%s)\n", fail);
+    return 3;
+  }
   if (std::string_view(argv[3]) == "none") {  // the idle baseline
     std::printf("ok peak=%zu\n", rb::peak_rss());
     return 0;
@@ -124,18 +121,19 @@ int child_main(int argc, char** argv) {
     } else if (table == "throughput") {
       rb::HugePageProbe probe;
       std::vector<double> times;
-      const std::uint64_t calls_before = pal_calls();
+      const std::int64_t calls_before = rb::kernel_calls();
       for (std::uint64_t b = 0; b < batch; ++b) {
-        times.push_back(rb::with_type(*type, [&]<class T>() {
-          return rb::build<T>(*container, n, options, reserve, probe);
-        }));
+        times.push_back(rb::throughput_build(*container, *type, n, options, reserve, probe));
       }
       const double total = std::accumulate(times.begin(), times.end(), 0.0);
-      // pal counts the library's OS calls only: the other containers' calls (malloc's mmap,
-      // brk, munmap) are not seen, so they report none rather than a false 0.
-      const std::string calls = *container == rb::Container::dynarray
-                                    ? fmt::format(" calls={}", (pal_calls() - calls_before) / batch)
-                                    : std::string();
+      // The library's memory calls only: the other containers' (malloc's mmap, brk, munmap) are
+      // made inside the C library and not seen, so they report none rather than a false 0.
+      const std::int64_t calls_after = rb::kernel_calls();
+      const std::string calls =
+          *container == rb::Container::dynarray && calls_before >= 0
+              ? fmt::format(" calls={}",
+                            static_cast<std::uint64_t>(calls_after - calls_before) / batch)
+              : std::string();
       std::printf("ok seconds=%.9g huge=%zu%s\n", total / static_cast<double>(batch),
                   probe.anon_huge_bytes, calls.c_str());
     } else if (table == "collatz") {

@@ -113,6 +113,18 @@ std::string speed_ratio(const Result* base, const Result& mine) {
   return speed_ratio(base->seconds, mine.seconds) + (base->unstable || mine.unstable ? " ?" : "");
 }
 
+std::string timed_ratio(double base_seconds, double mine_seconds) {
+  if (base_seconds <= 0 || mine_seconds <= 0) return "-";
+  if (base_seconds < kTimeResolution || mine_seconds < kTimeResolution) return "below resolution";
+  return speed_ratio(base_seconds, mine_seconds);
+}
+
+std::string peak_cell(std::uint64_t peak_bytes, std::uint64_t data_bytes) {
+  if (data_bytes < kPeakResolution) return "below resolution";
+  return fmt::format("{} ({:.2f}x)", format_bytes(peak_bytes),
+                     static_cast<double>(peak_bytes) / static_cast<double>(data_bytes));
+}
+
 double ratio_value(const Result* base, const Result& mine) {
   if (!base || base->status != "ok" || mine.status != "ok" || mine.seconds <= 0) return 0;
   return base->seconds / mine.seconds;
@@ -375,8 +387,7 @@ std::string write_markdown(const std::string& path, const Config& cfg, const Con
       for (auto c : cfg.containers) {
         const Result* r = find(rs, "memory", rb::name(c), rb::name(t), n);
         if (r && r->status == "ok") {
-          f << ' ' << format_bytes(r->peak_bytes)
-            << fmt::format(" ({:.2f}x)", double(r->peak_bytes) / double(r->data_bytes)) << " |";
+          f << ' ' << peak_cell(r->peak_bytes, r->data_bytes) << " |";
         } else {
           f << ' ' << (r ? r->status : "-") << " |";
         }

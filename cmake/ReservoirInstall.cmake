@@ -2,9 +2,9 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# pal.hpp is the library's own: not installed (version.hpp, beside it, is public).
-install(DIRECTORY pal/include/reservoir arena/include/reservoir dynarray/include/reservoir
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN pal.hpp EXCLUDE)
+# pal/include (pal.hpp) is the library's own: not installed.
+install(DIRECTORY arena/include/reservoir dynarray/include/reservoir
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS reservoir EXPORT reservoirTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Turns reservoir-bench --json output into PNG figures.
 
-    scripts/plot_bench.py RESULTS.json [OUT_DIR]     (default OUT_DIR: docs)
+    scripts/plot_bench.py RESULTS.json [OUT_DIR]     (default OUT_DIR: the current directory)
 
 Writes OUT_DIR/throughput.png (elements per second vs size), OUT_DIR/memory.png (peak memory vs
 size), OUT_DIR/latency.png (the append-latency percentile curve of each container at the
@@ -129,7 +129,9 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     ctx, results = load(sys.argv[1])
-    out = sys.argv[2] if len(sys.argv) > 2 else "docs"
+    # Not docs/ by default: the committed figures in docs/results/ are redrawn by
+    # scripts/results.py --plots alone, from the committed result files.
+    out = sys.argv[2] if len(sys.argv) > 2 else "."
     os.makedirs(out, exist_ok=True)
     # Only the figures this file has data for, so that runs of different tables can each draw
     # theirs into the same directory.

@@ -37,8 +37,7 @@ int run_child_main(const std::string& name) {
 
 ProcessResult run_child(const std::string& name) {
   ProcessResult r;
-  std::error_code ec =
-      reservoir::bench::run_process(reservoir::bench::self_reexec_path(), {"--child", name}, &r);
+  const std::error_code ec = run_process(self_reexec_path(), {"--child", name}, &r);
   REQUIRE_MESSAGE(!ec, "cannot run child " << name << ": " << ec.message());
   return r;
 }

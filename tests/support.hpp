@@ -14,12 +14,12 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <reservoir/arena.hpp>
 #include <reservoir/pal.hpp>
 
 #include "pal_testing.hpp"
-#include "platform.hpp"
 
 // AddressSanitizer maps one shadow byte per 8 bytes of memory the program writes, so RSS rises by
 // an eighth more than the data.
@@ -60,8 +60,27 @@ namespace test {
 
 inline constexpr std::size_t kMiB = std::size_t{1} << 20;
 
-// A child process's end and output (the bench's platform code runs the children).
-using reservoir::bench::ProcessResult;
+// A child process's end and output (support_process.cpp runs the children).
+struct ProcessResult {
+  bool exited = false;          // ended by returning from main / exit()
+  int exit_code = 0;            // valid if exited
+  int signal = 0;               // POSIX: the signal that killed it; Windows: 0
+  std::uint32_t exception = 0;  // Windows: the NTSTATUS it died of (0xC0000005 access violation)
+  std::string output;           // everything it wrote to stdout
+};
+
+// What to execute to start another copy of this test program (on Linux "/proc/self/exe", the
+// running image even if its file was replaced since, unless that is valgrind's tool). Empty if
+// the OS will not tell.
+std::string self_reexec_path();
+
+// Runs `path` with `args` (argv[1..]), captures its stdout, waits for it; stderr is inherited.
+// An OS failure is its errno (POSIX) or GetLastError() (Windows).
+std::error_code run_process(const std::string& path, const std::vector<std::string>& args,
+                            ProcessResult* out);
+
+// True when the Windows build runs under Wine rather than Windows.
+bool under_wine();
 
 // True when the program runs under valgrind (its preload library is in LD_PRELOAD).
 inline bool under_valgrind() {

@@ -1,5 +1,4 @@
-// Tests of bench/platform.hpp: the process statistics and child processes the bench and the tests
-// rely on.
+// Tests of bench/platform.hpp: the process statistics and child processes the bench relies on.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -45,7 +44,8 @@ TEST_SUITE("bench") {
 
   TEST_CASE("run_process runs a child, captures stdout and the exit code") {
     CHECK_FALSE(rb::self_executable_path().empty());
-    const test::ProcessResult r = test::run_child("bench_platform.echo");
+    rb::ProcessResult r;
+    REQUIRE_FALSE(rb::run_process(rb::self_reexec_path(), {"--child", "bench_platform.echo"}, &r));
     CHECK(r.exited);
     CHECK(r.exit_code == 7);
     CHECK(r.output == "hello from the child");

@@ -15,7 +15,6 @@
 
 #include <reservoir/reservoir.hpp>
 
-#include "platform.hpp"
 #include "support.hpp"
 
 #if !defined(_WIN32)
@@ -220,7 +219,7 @@ void cancel_runs(const char* scenario, int runs, int* aborted, int* hung) {
     REQUIRE(pid >= 0);
     if (pid == 0) {
       // A fresh program image per run: the scenario must not inherit this process's threads.
-      const std::string self = reservoir::bench::self_reexec_path();
+      const std::string self = test::self_reexec_path();
       if (kAddressSanitizer) {
         // A cancelled thread's forced unwind leaves scope poison on its stack, which ASan's own
         // thread teardown (removing its alternate signal stack) then reports as

@@ -90,7 +90,7 @@ RESERVOIR_CHILD("scale.address_space_runs_out") {
 
 TEST_SUITE("scale") {
   TEST_CASE("30,000 live default arrays, each able to grow to 1 GiB") {
-    if (reservoir::bench::os_description().find("Wine") != std::string::npos) {
+    if (test::under_wine()) {
       MESSAGE(
           "skipped under Wine, which keeps a byte per reserved page: the ~45 TiB of "
           "reservations would cost it 11 GiB of memory (Windows itself does not)");

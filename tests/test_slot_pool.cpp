@@ -452,8 +452,7 @@ int default_churn_once(int seed) {
 // the 1 GiB and 64 MiB tiers), natively under the automatic one.
 struct SmallBudget {
   std::size_t saved = reservoir::address_space_budget();
-  bool set =
-      kThreadSanitizer || reservoir::bench::os_description().find("Wine") != std::string::npos;
+  bool set = kThreadSanitizer || test::under_wine();
   SmallBudget() {
     if (set) reservoir::set_address_space_budget(std::size_t{256} << 30);
   }

@@ -17,12 +17,7 @@
 
 using reservoir::DynArray;
 
-namespace {
-// True when the Windows build runs under Wine rather than Windows.
-bool under_wine() {
-  return reservoir::bench::os_description().find("Wine") != std::string::npos;
-}
-}  // namespace
+using test::under_wine;
 
 TEST_SUITE("threads") {
   TEST_CASE("concurrent create-fill-destroy through the reservation cache") {

@@ -114,23 +114,23 @@ constexpr PlannedStep plan_step(const GrowthState& s, std::size_t bytes, Populat
   // 1. The step: a power-of-two number of granules, at most max_step.
   const std::size_t held = s.committed / g;
   if (p.geometric) {
-    p.step = std::min(g * std::bit_floor(std::max<std::size_t>(held, 1)), s.max_step);
+    p.step = (std::min)(g * std::bit_floor((std::max<std::size_t>)(held, 1)), s.max_step);
   } else {
     std::size_t step = g;  // at least one granule; small arenas double; large ones take 1/8
     if (held > 1)
-      step = std::max(step, g * std::bit_floor(std::min(
-                                    held, std::max(kDoublingStepLimit / g, std::size_t{1}))));
+      step = (std::max)(step, g * std::bit_floor((std::min)(
+                                      held, (std::max)(kDoublingStepLimit / g, std::size_t{1}))));
     if (const std::size_t eighth = s.committed / 8 / g; eighth > 1)
-      step = std::max(step, g * std::bit_floor(eighth));
-    const std::size_t cap = std::max(g, kPopulatedStepLimit - kPopulatedStepLimit % g);
-    p.step = std::min({step, cap, s.max_step});
+      step = (std::max)(step, g * std::bit_floor(eighth));
+    const std::size_t cap = (std::max)(g, kPopulatedStepLimit - kPopulatedStepLimit % g);
+    p.step = (std::min)({step, cap, s.max_step});
   }
   // 2. The target: whole steps (whole granules for a retry) past `bytes`, capped at the end.
   const auto target_in = [&](std::size_t unit) {
     const std::size_t rem = bytes % unit;
     if (rem == 0) return bytes < s.reserved ? bytes : s.reserved;
     if (bytes > static_cast<std::size_t>(-1) - (unit - rem)) return s.reserved;
-    return std::min(bytes + (unit - rem), s.reserved);
+    return (std::min)(bytes + (unit - rem), s.reserved);
   };
   p.target = target_in(p.step);
   if (retry) {
@@ -143,29 +143,30 @@ constexpr PlannedStep plan_step(const GrowthState& s, std::size_t bytes, Populat
   //    each), and below it a doubling step backs at most half of itself beyond what was asked
   //    for, so RSS stays within 1.5x of the bytes in use.
   const std::size_t len = p.target - s.committed;
-  const std::size_t asked = std::min(len, bytes > s.committed ? bytes - s.committed : 0);
-  const std::size_t first = std::min(len, kPopulatedStepLimit);
+  const std::size_t asked = (std::min)(len, bytes > s.committed ? bytes - s.committed : 0);
+  const std::size_t first = (std::min)(len, kPopulatedStepLimit);
   p.populated = populate == Populate::all ? len : populate == Populate::none ? 0 : first;
   const bool huge = s.huge_pages && s.reserved > kHugePageThreshold;
   if (huge && p.geometric) {
-    const std::size_t below =
-        s.committed < kHugePageThreshold ? std::min(p.target, kHugePageThreshold) - s.committed : 0;
-    p.populated = std::min({p.populated, below, std::max(asked, len / 2)});
+    const std::size_t below = s.committed < kHugePageThreshold
+                                  ? (std::min)(p.target, kHugePageThreshold) - s.committed
+                                  : 0;
+    p.populated = (std::min)({p.populated, below, (std::max)(asked, len / 2)});
   }
   if (!s.prefault) p.populated = 0;
   // 4. What to charge: what is populated now or (all) written next; untouched pages cost
   //    nothing. A geometric step is taken only where no limit is in force, and there the charge
   //    is the machine check alone, of the bytes asked for.
-  p.charge = p.geometric  ? std::max(p.populated, populate == Populate::all ? asked : 0)
+  p.charge = p.geometric  ? (std::max)(p.populated, populate == Populate::all ? asked : 0)
              : s.prefault ? p.populated
              : populate == Populate::none ? 0
              : populate == Populate::all  ? len
                                           : first;
   // 5. What the machine must back for it: all of a step being filled (appends, Populate::all),
   //    what a reserve populates (Populate::first_step), nothing for Populate::none.
-  p.must_back = std::max(p.charge, populate == Populate::all    ? len
-                                   : populate == Populate::none ? std::size_t{0}
-                                                                : first);
+  p.must_back = (std::max)(p.charge, populate == Populate::all    ? len
+                                     : populate == Populate::none ? std::size_t{0}
+                                                                  : first);
   p.advise_huge = huge && s.committed <= kHugePageThreshold && p.target > kHugePageThreshold;
   return p;
 }

@@ -23,8 +23,6 @@
 #include <string>
 #include <system_error>
 
-#include <reservoir/version.hpp>
-
 namespace reservoir::pal {
 
 // ---- sizes -------------------------------------------------------------------------------------

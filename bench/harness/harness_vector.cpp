@@ -1,0 +1,13 @@
+// The harness's std::vector: push_back from empty.
+#include <vector>
+
+#include "harness.hpp"
+
+int main(int argc, char** argv) {
+  return harness::run(argc, argv, [](std::uint64_t n) -> std::uint64_t {
+    std::vector<int> v;
+    for (std::uint64_t i = 0; i < n; ++i)
+      v.push_back(static_cast<int>(i));
+    return v.size() + static_cast<std::uint64_t>(v.back());
+  });
+}
