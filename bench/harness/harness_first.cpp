@@ -26,9 +26,10 @@ long long ns_between(Clock::time_point a, Clock::time_point b) {
 }
 
 int report(const char* kind, long long first, long long second, long f1, long f2) {
-  std::printf("kind=%s first_ns=%lld second_ns=%lld extra_ns=%lld minor_faults_first=%ld "
-              "minor_faults_second=%ld\n",
-              kind, first, second, first - second, f1, f2);
+  std::printf(
+      "kind=%s first_ns=%lld second_ns=%lld extra_ns=%lld minor_faults_first=%ld "
+      "minor_faults_second=%ld\n",
+      kind, first, second, first - second, f1, f2);
   return 0;
 }
 
