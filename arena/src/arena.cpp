@@ -38,8 +38,9 @@ struct Layout {
 
 // Validates the request; returns an errc describing a bad request, or {} with *out filled.
 std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) noexcept {
-  // The page size and granularity only: the rest of pal::capabilities() reads files (huge pages),
-  // which a new arena does not need.
+  // Two fields of pal::Capabilities, read alone: plan() runs at every arena, and the struct's
+  // other fields cost a file read the first time (huge pages), which an arena that never commits
+  // has no reason to pay.
   const std::size_t page = pal::page_size();
   const std::size_t granularity = pal::allocation_granularity();
   if (max_bytes == 0) return std::errc::invalid_argument;
