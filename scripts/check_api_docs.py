@@ -4,10 +4,10 @@
 Usage: check_api_docs.py [--api docs/api.md] [--list] [INCLUDE_DIR ...]
 
 INCLUDE_DIR: the public include directories (CTest passes the library target's interface include
-directories). Without any, every `*/include` directory of the checkout is scanned. Every `*.hpp`
-under them counts as public except those under a `detail/` directory; a header moved into
-`detail/` or out of the public include directories drops out of the check by itself, and a new
-public header joins it.
+directories). Without any, every `*/include` directory of the checkout but the internal
+pal/include is scanned. Every `*.hpp` under them counts as public except those under a `detail/`
+directory; a header moved into `detail/` or out of the public include directories drops out of
+the check by itself, and a new public header joins it.
 
 What counts as a public declaration (a heuristic parser, not a compiler: it reads declarations at
 namespace and class scope, skipping function bodies):
@@ -416,7 +416,8 @@ def main():
     ap.add_argument("--list", action="store_true", help="print every public declaration found")
     ap.add_argument("include_dirs", nargs="*")
     args = ap.parse_args()
-    include_dirs = args.include_dirs or sorted(str(p) for p in ROOT.glob("*/include"))
+    include_dirs = args.include_dirs or sorted(
+        str(p) for p in ROOT.glob("*/include") if p.parent.name != "pal")  # pal is internal
     headers = public_headers(include_dirs)
     if not headers:
         print("check_api_docs.py: no public headers under " + ", ".join(include_dirs),

@@ -291,6 +291,7 @@ bool memory_limit(MemoryLimit*) noexcept {
 // ---- limits of the machine and the process, and fork ------------------------------------------
 
 bool machine_memory(MachineMemory* out) noexcept {
+  if (std::error_code ec; injected_failure(Op::stats, &ec)) return false;
   if (detail::machine_memory_override(out)) return true;
   // VirtualAlloc(MEM_COMMIT) is charged against the commit limit and fails cleanly beyond it.
   return false;
