@@ -298,6 +298,119 @@ RESERVOIR_CHILD("concurrent.fork_while_pushing") {
   std::printf("forks %d, hangs %d, failures %d\n", forks, hangs, failures);
   return hangs == 0 && failures == 0 && forks > 0 ? 0 : 1;
 }
+
+// A thread that is not the forking one appends alone (solo mode) to an array that commits a page
+// at a time, so that its solo claim is often in the middle of a commit; the main thread forks and
+// each child appends once. The child's append ends solo mode: it must not wait for the owner's
+// claim in progress at the fork (the owner does not exist in the child). Prints "forks F, hangs
+// H, failures X".
+RESERVOIR_CHILD("concurrent.fork_during_solo") {
+  constexpr int kRounds = 40, kForksPerRound = 5;
+  constexpr std::size_t kMax = std::size_t{1} << 24;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+  int forks = 0, hangs = 0, failures = 0;
+  for (int round = 0; round < kRounds && hangs == 0 && std::chrono::steady_clock::now() < end;
+       ++round) {
+    reservoir::ArenaOptions o;
+    o.commit_granule = o.max_commit_step = pal::page_size();  // a commit every page of elements
+    ConcurrentDynArray<int> a(reservoir::max_elements(kMax), o);
+    std::atomic<bool> started{false}, stop{false};
+    std::thread owner([&] {
+      try {
+        a.push_back(1);
+        started = true;
+        while (!stop.load(std::memory_order_relaxed))
+          a.push_back(2);
+      } catch (const std::length_error&) {  // full: this round is over
+        started = true;
+      }
+    });
+    while (!started.load())
+      std::this_thread::yield();
+    for (int f = 0; f < kForksPerRound && a.size() < kMax / 2; ++f) {
+      const pid_t pid = ::fork();
+      if (pid < 0) {
+        ++failures;
+        continue;
+      }
+      if (pid == 0) {
+        try {
+          ::_exit(a.push_back(3) >= 1 ? 0 : 3);
+        } catch (...) {
+          ::_exit(4);
+        }
+      }
+      ++forks;
+      const int r = wait_child(pid, std::chrono::steady_clock::now() + std::chrono::seconds(2));
+      hangs += r == 1;
+      failures += r == 2;
+    }
+    stop = true;
+    owner.join();
+  }
+  std::printf("forks %d, hangs %d, failures %d\n", forks, hangs, failures);
+  return hangs == 0 && failures == 0 && forks > 0 ? 0 : 1;
+}
+
+// Two threads push_back against a memory limit that refuses commits, so the claims keep closing
+// (one-slot claims past capacity undone) and reopening; the main thread forks, and each child
+// lifts the limit and appends. A child forked while the claims were closed must reopen them: the
+// parent's undone claims never leave in the child. Prints "forks F, stuck S, failures X".
+RESERVOIR_CHILD("concurrent.fork_while_closed") {
+  constexpr int kForks = 100;
+  reservoir::ArenaOptions o;
+  o.commit_granule = o.max_commit_step = pal::page_size();
+  ConcurrentDynArray<int> a(reservoir::max_elements(std::size_t{1} << 24), o);
+  a.push_back(0);
+  reservoir::set_memory_limit(pal::current_rss() + (std::size_t{12} << 20));
+  std::atomic<bool> stop{false};
+  std::atomic<long> refusals{0};
+  std::vector<std::thread> pushers;
+  for (int t = 0; t < 2; ++t) {
+    pushers.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        try {
+          a.push_back(1);
+        } catch (const std::exception&) {  // refused, or full
+          refusals.fetch_add(1);
+        }
+      }
+    });
+  }
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+  while (refusals.load() < 1000 && std::chrono::steady_clock::now() < end)
+    std::this_thread::yield();
+  int forks = 0, stuck = 0, failures = 0;
+  for (int f = 0; f < kForks && std::chrono::steady_clock::now() < end; ++f) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ++failures;
+      continue;
+    }
+    if (pid == 0) {
+      reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
+      for (int k = 0; k < 3; ++k) {
+        try {
+          (void)a.push_back(3);
+          ::_exit(0);
+        } catch (const std::exception&) {
+        }
+      }
+      ::_exit(5);
+    }
+    ++forks;
+    const int r = wait_child(pid, std::chrono::steady_clock::now() + std::chrono::seconds(2));
+    stuck += r == 2;
+    failures += r == 1;
+  }
+  stop = true;
+  for (std::thread& t : pushers)
+    t.join();
+  reservoir::set_memory_limit(reservoir::kMemoryLimitAuto);
+  std::printf("forks %d, stuck %d, failures %d, refusals %ld\n", forks, stuck, failures,
+              refusals.load());
+  return stuck == 0 && failures == 0 && forks > 0 && refusals.load() > 0 ? 0 : 1;
+}
 #endif
 
 // 15 elements through a Writer into an array of 10, the writer destroyed with no flush: the 5 that
@@ -1578,6 +1691,38 @@ TEST_SUITE("concurrent") {
     CHECK(r.exited);
     CHECK(r.exit_code == 0);
     CHECK(r.output.find("hangs 0,") != std::string::npos);
+#endif
+  }
+
+  TEST_CASE("fork while the solo owner appends: the child's append does not wait for it") {
+#if defined(_WIN32) || defined(RESERVOIR_TEST_TSAN)
+    MESSAGE("skipped: no fork on Windows; ThreadSanitizer does not support forking threads");
+#else
+    if (kAddressSanitizer || test::under_valgrind()) {
+      MESSAGE("skipped under AddressSanitizer and valgrind: not fork-safe with threads");
+      return;
+    }
+    const test::ProcessResult r = test::run_child("concurrent.fork_during_solo");
+    MESSAGE(test::describe(r) << ": " << r.output);
+    CHECK(r.exited);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("hangs 0,") != std::string::npos);
+#endif
+  }
+
+  TEST_CASE("fork while refused commits close the claims: the child's claims reopen") {
+#if defined(_WIN32) || defined(RESERVOIR_TEST_TSAN)
+    MESSAGE("skipped: no fork on Windows; ThreadSanitizer does not support forking threads");
+#else
+    if (kAddressSanitizer || test::under_valgrind()) {
+      MESSAGE("skipped under AddressSanitizer and valgrind: not fork-safe with threads");
+      return;
+    }
+    const test::ProcessResult r = test::run_child("concurrent.fork_while_closed");
+    MESSAGE(test::describe(r) << ": " << r.output);
+    CHECK(r.exited);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("stuck 0,") != std::string::npos);
 #endif
   }
 

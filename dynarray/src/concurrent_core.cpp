@@ -17,6 +17,9 @@
 #include <reservoir/pal.hpp>
 
 namespace reservoir::detail {
+
+std::atomic<std::uint32_t> g_fork_generation{0};
+
 namespace {
 
 // Ready marks must start at zero: never take their reservation from the cache (whose first step
@@ -46,13 +49,17 @@ std::size_t data_bytes(std::size_t max_size, std::size_t element_size, std::size
         "reservoir::ConcurrentDynArray(max_elements): " + std::to_string(max_size) +
         " elements of " + std::to_string(element_size) + " bytes overflow the address space");
   }
+  if (max_size > (std::uint64_t{1} << 47)) {  // the claims count in 48 bits (with headroom)
+    throw std::length_error("reservoir::ConcurrentDynArray(max_elements): " +
+                            std::to_string(max_size) + " elements exceed the 2^47 supported");
+  }
   return max_size * element_size + slack;
 }
 
-// Counts the forks this process descends from (bumped in each child). A commit lock is held under
-// the count of the process that took it, so a child can tell a lock that a thread of its parent
-// held at the fork (that thread does not exist in the child) from one held by a thread of its own.
-std::atomic<std::uint32_t> g_fork_generation{0};
+// Bumps the fork generation in each child (see fork_generation()). A commit lock is held under
+// the generation of the process that took it, so a child can tell a lock that a thread of its
+// parent held at the fork (that thread does not exist in the child) from one held by a thread of
+// its own.
 void count_fork_in_child() noexcept {
   g_fork_generation.fetch_add(1, std::memory_order_relaxed);
 }
@@ -72,9 +79,9 @@ void register_fork_count() noexcept {
 // commit that thread had begun is made again (committing committed pages is harmless).
 class CommitLock {
  public:
-  explicit CommitLock(std::atomic<std::uint16_t>& word) noexcept : word_(word) {
-    const std::uint16_t me = stamp();
-    std::uint16_t held = word_.load(std::memory_order_relaxed);
+  explicit CommitLock(std::atomic<std::uint32_t>& word) noexcept : word_(word) {
+    const std::uint32_t me = stamp();
+    std::uint32_t held = word_.load(std::memory_order_relaxed);
     for (;;) {
       if (held != me) {  // free, or left held by a thread that is not in this process
         if (word_.compare_exchange_weak(held, me, std::memory_order_acquire,
@@ -88,9 +95,9 @@ class CommitLock {
   }
   // Takes the lock only if it is free now (or left held by a thread not in this process).
   struct TryOnly {};
-  CommitLock(std::atomic<std::uint16_t>& word, TryOnly) noexcept : word_(word) {
-    const std::uint16_t me = stamp();
-    std::uint16_t held = word_.load(std::memory_order_relaxed);
+  CommitLock(std::atomic<std::uint32_t>& word, TryOnly) noexcept : word_(word) {
+    const std::uint32_t me = stamp();
+    std::uint32_t held = word_.load(std::memory_order_relaxed);
     owned_ = held != me && word_.compare_exchange_strong(held, me, std::memory_order_acquire,
                                                          std::memory_order_relaxed);
   }
@@ -104,12 +111,10 @@ class CommitLock {
   CommitLock& operator=(const CommitLock&) = delete;
 
  private:
-  static std::uint16_t stamp() noexcept {
-    return static_cast<std::uint16_t>((g_fork_generation.load(std::memory_order_relaxed) << 1) |
-                                      1u);
-  }
+  // Odd, and distinct for 2^31 nested forks (then it repeats, which is taken as never).
+  static std::uint32_t stamp() noexcept { return fork_generation() << 1 | 1u; }
 
-  std::atomic<std::uint16_t>& word_;
+  std::atomic<std::uint32_t>& word_;
   bool owned_ = true;
 };
 
@@ -175,6 +180,8 @@ void ConcurrentCore::take(ConcurrentCore& other) noexcept {
   out_of_order_.store(other.out_of_order_.exchange(false, std::memory_order_relaxed),
                       std::memory_order_relaxed);
   mode_.store(other.mode_.exchange(kShared, std::memory_order_relaxed), std::memory_order_relaxed);
+  ahead_refused_at_.store(other.ahead_refused_at_.exchange(0, std::memory_order_relaxed),
+                          std::memory_order_relaxed);
   owner_.store(other.owner_.exchange(nullptr, std::memory_order_relaxed),
                std::memory_order_relaxed);
 }
@@ -194,32 +201,51 @@ void ConcurrentCore::throw_full() const {
 }
 
 void ConcurrentCore::end_solo() {
-  unsigned char mode = kSolo;
-  if (mode_.compare_exchange_strong(mode, kRevoking, std::memory_order_seq_cst)) {
-    if (const std::error_code ec = pal::process_barrier()) {
-      mode_.store(kSolo, std::memory_order_release);
+  // kSolo, or an end begun by a thread of a parent process (which does not exist here).
+  std::uint32_t mode = mode_.load(std::memory_order_seq_cst);
+  const std::uint32_t mine = revoking_mode();
+  if ((mode == kSolo || (is_revoking(mode) && mode != mine)) &&
+      mode_.compare_exchange_strong(mode, mine, std::memory_order_seq_cst)) {
+    if (const std::error_code ec = revoke()) {
       throw std::system_error(ec,
                               "reservoir::ConcurrentDynArray: a second appending thread "
                               "needs a process-wide memory barrier");
     }
-    // A solo claim or publish in progress finishes (the owner's next one sees kRevoking). Then
-    // solo_claimed_ counts every solo claim, but perhaps not an append_solo claim stored after
-    // the barrier: its owner sees kRevoking and asks solo_claim_counted whether it was counted.
-    while (solo_depth_.load(std::memory_order_acquire) != 0)
-      pal::yield_thread();
-    solo_end_ = solo_claimed_.load(std::memory_order_relaxed);
-    claimed_.store(solo_end_, std::memory_order_seq_cst);
-    mode_.store(kShared, std::memory_order_release);
     return;
   }
   (void)wait_while_revoking();
 }
 
-unsigned char ConcurrentCore::wait_while_revoking() const noexcept {
-  unsigned char mode = kRevoking;
-  while ((mode = mode_.load(std::memory_order_acquire)) == kRevoking)
+std::error_code ConcurrentCore::revoke() noexcept {
+  if (const std::error_code ec = pal::process_barrier()) {
+    mode_.store(kSolo, std::memory_order_release);
+    return ec;
+  }
+  // A solo claim or publish in progress finishes (the owner's next one sees kRevoking). Then
+  // solo_claimed_ counts every solo claim, but perhaps not an append_solo claim stored after
+  // the barrier: its owner sees kRevoking and asks solo_claim_counted whether it was counted.
+  // Sections counted under another fork generation were a parent's threads': none is in
+  // progress here, and solo mode ends with solo_claimed_ as it stands.
+  const std::uint32_t generation = fork_generation();
+  while (solo_depth_.load(std::memory_order_acquire) != 0 &&
+         solo_generation_.load(std::memory_order_acquire) == generation)
     pal::yield_thread();
-  return mode;
+  solo_end_ = solo_claimed_.load(std::memory_order_relaxed);
+  claimed_.store(solo_end_, std::memory_order_seq_cst);
+  mode_.store(kShared, std::memory_order_release);
+  return {};
+}
+
+std::uint32_t ConcurrentCore::wait_while_revoking() noexcept {
+  const std::uint32_t mine = revoking_mode();
+  for (;;) {
+    std::uint32_t mode = mode_.load(std::memory_order_acquire);
+    if (!is_revoking(mode)) return mode;
+    // Begun in a parent process: its thread is not here to finish it.
+    if (mode != mine && mode_.compare_exchange_strong(mode, mine, std::memory_order_seq_cst))
+      return revoke() ? kSolo : kShared;
+    pal::yield_thread();
+  }
 }
 
 ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, size_type n,
@@ -231,8 +257,13 @@ ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, s
     for (;;) {
       // Closed: one-slot claims are being undone after a refused commit or a full array; a
       // block claims nothing meanwhile and reports what closed them.
-      if ((word & kClosed) != 0)
-        throw_closed(element_size, static_cast<size_type>(word & ~kClosed));
+      if ((word & kClosed) != 0) {
+        if (reopen_inherited()) {
+          word = claimed_.load(std::memory_order_seq_cst);
+          continue;
+        }
+        throw_closed(element_size, static_cast<size_type>(word & kCountMask));
+      }
       const auto i = static_cast<size_type>(word);
       if (partial) {
         k = i < max_size_ ? (std::min)(n, max_size_ - i) : 0;
@@ -279,12 +310,14 @@ ConcurrentCore::size_type ConcurrentCore::claim_one_slow(size_type element_size,
   ClaimCounts& counts = claim_counts();
   ++counts.single;
   if ((ticket & kClosed) != 0) {  // claimed while closed: undone at once
+    // Closed by a thread of a parent process: reopened, and this claim was discarded.
+    if (reopen_inherited()) return claim_one(element_size);
     ++counts.refused;
-    const auto i = static_cast<size_type>(ticket & ~kClosed);
+    const auto i = static_cast<size_type>(ticket & kCountMask);
     try {
       throw_closed(element_size, i);
     } catch (...) {
-      leave_closed();  // after reading why: the claims may close again once it has left
+      leave_closed(ticket & kEpochMask);  // after reading why: the claims may close again then
       throw;
     }
   }
@@ -323,34 +356,60 @@ ConcurrentCore::size_type ConcurrentCore::claim_one_slow(size_type element_size,
         }
       }
       if (i < capacity_.load(std::memory_order_seq_cst)) return i;
-      close_claims(reason, error);
+      word = close_claims(reason, error);
     }
   }
   ++counts.refused;
   try {
     throw_closed(element_size, i);
   } catch (...) {
-    leave_closed();
+    leave_closed(word & kEpochMask);  // the closing seen (or made) while past capacity_
     throw;
   }
 }
 
-void ConcurrentCore::close_claims(unsigned char reason, std::error_code error) noexcept {
+std::uint64_t ConcurrentCore::close_claims(unsigned char reason, std::error_code error) noexcept {
   closed_reason_.store(reason, std::memory_order_relaxed);
   closed_error_value_.store(error.value(), std::memory_order_relaxed);
   closed_error_category_.store(&error.category(), std::memory_order_relaxed);
   closed_at_.store(capacity_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  closed_generation_.store(fork_generation(), std::memory_order_relaxed);
+  // A fresh epoch (an open counter has none): a claim undone by an earlier closing that a child
+  // reopened cannot take this one for its own (unless it stalls through 2^15 closings).
+  closed_epoch_ = static_cast<std::uint16_t>((closed_epoch_ + 1) & (kEpochMask >> kEpochShift));
+  const std::uint64_t epoch = std::uint64_t{closed_epoch_} << kEpochShift;
   // The fields above reach every claim that sees kClosed through claimed_'s release sequence.
-  claimed_.fetch_or(kClosed, std::memory_order_seq_cst);
+  return claimed_.fetch_or(kClosed | epoch, std::memory_order_seq_cst) | kClosed | epoch;
 }
 
-void ConcurrentCore::leave_closed() noexcept {
-  const std::uint64_t reopen = closed_at_.load(std::memory_order_relaxed);
-  std::uint64_t word = claimed_.fetch_sub(1, std::memory_order_seq_cst) - 1;
+void ConcurrentCore::leave_closed(std::uint64_t epoch) noexcept {
+  std::uint64_t word = claimed_.load(std::memory_order_seq_cst);
+  do {
+    // Reopened without this claim (reopen_inherited discarded it): nothing to undo.
+    if ((word & (kClosed | kEpochMask)) != (kClosed | epoch)) return;
+  } while (!claimed_.compare_exchange_weak(word, word - 1, std::memory_order_seq_cst));
+  --word;
   // The last undone claim to leave reopens. A failed exchange means another claim came (it is
   // undone, and will leave and check in turn).
-  if (word == (kClosed | reopen))
+  const std::uint64_t reopen = closed_at_.load(std::memory_order_relaxed);
+  if (word == (kClosed | epoch | reopen))
     (void)claimed_.compare_exchange_strong(word, reopen, std::memory_order_seq_cst);
+}
+
+bool ConcurrentCore::reopen_inherited() noexcept {
+  if (closed_generation_.load(std::memory_order_relaxed) == fork_generation()) return false;
+  const CommitLock lock(commit_lock_);
+  std::uint64_t word = claimed_.load(std::memory_order_seq_cst);
+  while ((word & kClosed) != 0) {
+    // Closed in this process since (under the lock, which this thread now holds): its own.
+    if (closed_generation_.load(std::memory_order_relaxed) == fork_generation()) return false;
+    // The claims made here meanwhile are discarded with the parent's: they see the counter open
+    // or under another epoch, and do not leave.
+    if (claimed_.compare_exchange_weak(word, closed_at_.load(std::memory_order_relaxed),
+                                       std::memory_order_seq_cst))
+      break;
+  }
+  return true;
 }
 
 void ConcurrentCore::throw_closed(size_type element_size, size_type i) const {

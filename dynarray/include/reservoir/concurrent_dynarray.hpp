@@ -62,26 +62,33 @@
 //     plain loads and stores: no atomic read-modify-write after its first claim, which takes
 //     ownership with one CAS. The first append (or attempt: a full array too) from another
 //     thread ends solo mode for good: that thread issues one process-wide memory barrier (Linux
-//     membarrier, tens of microseconds) and waits for a claim or publish of the owner that is in
-//     progress (a few instructions, or one commit step), never for a construction. An append of
-//     the owner's that meets the end of solo mode waits in turn until it has ended (that
-//     barrier). These waits are the one place where an append depends on another thread being
-//     scheduled: a real-time thread that preempts the other one on its CPU, or a child forked
-//     while the owner was in a claim or publish or another thread was ending solo mode, would
-//     wait for good. If the OS refuses the barrier, that append throws
-//     std::system_error and adds nothing, and the array stays in solo mode (each later attempt
-//     asks again; an append of the owner's that meets an attempt waits for its answer). Where no
-//     such barrier is available (Windows, macOS, FreeBSD, the posix-generic build) every append
-//     takes the shared path from the start. A thread started after the owner ended may be taken for
-//     the owner (same thread-local address), which is harmless: the owner is gone.
+//     membarrier: a system call that interrupts every CPU running this process, so it costs far
+//     more than an append) and waits for a claim or publish of the owner that is in progress (a
+//     few instructions, or one commit step), never for a construction. An append of the owner's
+//     that meets the end of solo mode waits in turn until it has ended (that barrier). These
+//     waits are the one place where an append depends on another thread being scheduled: a
+//     real-time thread that preempts the other one on its CPU would wait for good. A child
+//     forked meanwhile waits for no thread of its parent: a claim or publish the owner had in
+//     progress is not waited for (solo mode ends with the claims made so far), and an end of
+//     solo mode another thread had begun is finished by the child's appending thread. If the OS
+//     refuses the barrier, that append throws std::system_error and adds nothing, and the array
+//     stays in solo mode (each later attempt asks again; an append of the owner's that meets an
+//     attempt waits for its answer). Where no such barrier is available (Windows, macOS, FreeBSD,
+//     the posix-generic build) every append takes the shared path from the start. A thread started
+//     after the owner ended may be taken for the owner (same thread-local address), which is
+//     harmless: the owner is gone.
 //   - Commits: an append that needs more memory committed while another thread commits for the
 //     same array waits for that commit (one OS call), asleep in the OS rather than spinning, so a
 //     committer that lost its CPU to the waiter gets it back. A child forked while a thread of
 //     its parent was committing does not wait for that thread (it does not exist in the child):
 //     it takes the commit over and makes it again. Elements the parent's threads were appending
 //     at the fork stay unpublished in the child, so size() may not reach the child's own appends;
-//     an append in the child never waits for them. Where the OS has no fork handlers (or
-//     registering one failed: no memory), a child forked during a commit waits as a thread would.
+//     an append in the child never waits for them. Claims that were closed at the fork (a
+//     refused commit or a full array being undone; the parent's undone claims never finish in
+//     the child) are reopened by the child's first claim, which then appends or meets a
+//     refusal of its own. Where the OS has no fork handlers (or registering one failed: no
+//     memory), a child forked during a commit, an end of solo mode or a closing waits, or stays
+//     closed, as a thread of the parent would.
 // Memory: the elements plus one ready byte per element, committed as the elements are; the ready
 // bytes' pages stay untouched until a block first finishes out of order (never while one thread
 // appends alone, unless it appends from inside one of its own constructions), after which each

@@ -68,6 +68,15 @@ inline void store_byte_release(unsigned char* p, unsigned char v) noexcept {
 }
 #endif
 
+// The number of forks this process descends from: bumped in each child (a pthread_atfork
+// handler, registered by the first ConcurrentCore). A state word that records the count of the
+// process that wrote it tells a child a thread of its parent (which does not exist in the child)
+// from a thread of its own. Counts wrap after 2^30 nested forks, which is taken as never.
+extern std::atomic<std::uint32_t> g_fork_generation;
+inline std::uint32_t fork_generation() noexcept {
+  return g_fork_generation.load(std::memory_order_relaxed);
+}
+
 // An address unique to the calling thread while it runs (a thread started after it ended may get
 // the same one). Constant-initialized, so reaching it costs no call.
 inline const void* thread_token() noexcept {
@@ -211,7 +220,16 @@ class ConcurrentCore {
   // other thread sees its claim or publish in progress and waits for it: never both at once.
   // Constructions are outside these sections, so nobody waits for one. A trivial copy's append
   // (append_solo) has no section: its claim is the announcement, and the owner waits instead.
-  enum : unsigned char { kSolo, kRevoking, kShared };
+  //
+  // A child forked while a thread of its parent was in a solo section or ending solo mode has no
+  // such thread: solo_generation_ and mode_'s kRevoking carry the fork generation of the process
+  // that wrote them, so that the child's threads neither wait for it (a section of another
+  // generation is not in progress here) nor let a revocation of another generation hang (one of
+  // them takes it over).
+  // mode_ holds kSolo, kShared, or kRevoking | fork_generation() << 2 (revoking_mode()).
+  enum : std::uint32_t { kSolo = 0, kRevoking = 1, kShared = 2 };
+  static bool is_revoking(std::uint32_t mode) noexcept { return (mode & 3u) == kRevoking; }
+  static std::uint32_t revoking_mode() noexcept { return kRevoking | fork_generation() << 2; }
   enum : unsigned char { kClosedFull = 1, kClosedRefused = 2 };
 
   // One claim or one publish: solo or shared, decided when it starts.
@@ -255,7 +273,14 @@ class ConcurrentCore {
    private:
     // True: in solo mode, announced. False: solo mode is ending or has ended.
     bool enter_as_owner() noexcept {
-      const unsigned depth = core_->solo_depth_.load(std::memory_order_relaxed);
+      unsigned depth = core_->solo_depth_.load(std::memory_order_relaxed);
+      const std::uint32_t generation = fork_generation();
+      if (core_->solo_generation_.load(std::memory_order_relaxed) != generation) {
+        // Sections counted under another generation belong to threads of a parent process,
+        // which do not exist here: none is in progress.
+        core_->solo_generation_.store(generation, std::memory_order_relaxed);
+        depth = 0;
+      }
       core_->solo_depth_.store(depth + 1, std::memory_order_relaxed);
       // Paired with end_solo's process-wide barrier: a full fence between the store above and
       // the load below, paid by the thread that ends solo mode.
@@ -278,13 +303,18 @@ class ConcurrentCore {
   // Ends solo mode, or waits while another thread ends it (then the mode is kShared, or kSolo
   // again if that thread's barrier was refused).
   void end_solo();
-  // Waits while another thread ends solo mode; returns the mode then (kShared, or kSolo if that
-  // thread's barrier was refused).
-  unsigned char wait_while_revoking() const noexcept;
+  // Waits while another thread of this process ends solo mode; returns the mode then (kShared,
+  // or kSolo if that thread's barrier was refused). An end begun in a parent process (whose
+  // thread does not exist here) is taken over and finished.
+  std::uint32_t wait_while_revoking() noexcept;
+  // The end of solo mode after mode_ was set to revoking_mode() by this thread: the barrier, the
+  // wait for solo sections in progress, the count of solo claims. A refused barrier sets kSolo
+  // again and is returned.
+  std::error_code revoke() noexcept;
   // For append_solo, which has claimed slot i and then seen solo mode ending: waits until it has
   // ended (or the barrier was refused) and says whether the claim stands. If not, the thread
   // that ended it did not count the claim, and the shared claims start at i.
-  bool solo_claim_counted(size_type i) const noexcept {
+  bool solo_claim_counted(size_type i) noexcept {
     // kSolo: the barrier was refused and no thread has counted the claims; a thread ending solo
     // mode from now on sees this one (stored before the load that saw kSolo).
     return wait_while_revoking() == kSolo || solo_end_ > i;
@@ -327,7 +357,16 @@ class ConcurrentCore {
   // capacity is checked after the claim, against a value loaded before it (the proof that such a
   // claim is never undone is at claim_one_slow). Past capacity minus a headroom the claim takes
   // the slow path, which commits ahead, waits for a commit or undoes the claim.
+  //
+  // claimed_ holds the count of claims (kCountMask) and, while the claims are closed, kClosed and
+  // the closing's epoch (kEpochMask; a fresh one for each closing). An undone claim leaves the
+  // closing it was undone by, identified by its epoch: a closing that a child reopened (the
+  // undone claims of its parent's threads never leave there) is not left by the claims that
+  // the reopening discarded.
   static constexpr std::uint64_t kClosed = std::uint64_t{1} << 63;
+  static constexpr unsigned kEpochShift = 48;
+  static constexpr std::uint64_t kEpochMask = ((std::uint64_t{1} << 15) - 1) << kEpochShift;
+  static constexpr std::uint64_t kCountMask = (std::uint64_t{1} << kEpochShift) - 1;
   //
   // Pacing: a thread whose claim lands a few slots after its previous one (another thread cut
   // into its run) pauses kPacePauses CPU pauses before its next claim, so that the thread that
@@ -358,20 +397,27 @@ class ConcurrentCore {
   size_type claim_one_slow(size_type element_size, std::uint64_t ticket, size_type cap_before);
   // Undoes a one-slot claim made while claims were closed or undone by a closing (a claim of a
   // slot at or past closed_at_), reopening the claims when it is the last such claim left.
-  void leave_closed() noexcept;
+  // `epoch` is the closing's (claimed_ & kEpochMask while it was closed); nothing is undone if
+  // that closing has been reopened without this claim (reopen_inherited).
+  void leave_closed(std::uint64_t epoch) noexcept;
   // Closes the claims after a refused commit or a claim past max_size (under the commit lock):
   // every one-slot claim at or past capacity_ is undone, and the counter goes back to capacity_
-  // once they all have left.
-  void close_claims(unsigned char reason, std::error_code error) noexcept;
+  // once they all have left. Returns the closing's epoch.
+  std::uint64_t close_claims(unsigned char reason, std::error_code error) noexcept;
+  // For a claim that met closed claims: if a thread of a parent process closed them, the claims
+  // it undid will never leave in this process, so they are reopened here (at closed_at_, under
+  // the commit lock) and true is returned; the claims undone by that closing in this process do
+  // not leave it then (leave_closed sees another epoch). False: closed in this process.
+  bool reopen_inherited() noexcept;
   // Throws what closed the claims (std::length_error or OsAllocationError) for slot i.
   [[noreturn]] void throw_closed(size_type element_size, size_type i) const;
   // Commits the next step ahead if no other thread is committing (never waits, never throws).
   void commit_ahead(size_type element_size, size_type cap_before) noexcept;
 
   // Claims with one CAS (see claim()), committing more memory first if needed. A lost CAS means
-  // another thread is appending right now: it backs off (spinning, from about a microsecond up
-  // to about 25, then yielding the CPU), so that the winner goes on appending with the counter's
-  // cache line in its own cache rather than the two trading the line for every element.
+  // another thread is appending right now: it backs off (spinning for exponentially more CPU
+  // pauses, up to kMaxSpin, then yielding the CPU), so that the winner goes on appending with the
+  // counter's cache line in its own cache rather than the two trading the line for every element.
   size_type claim_shared(size_type element_size, size_type n, bool partial,
                          size_type* claimed_count);
   // Commits memory for slots [i, i + n): once, whichever thread gets here first. Throws what
@@ -445,11 +491,10 @@ class ConcurrentCore {
   unsigned char* ready_ = nullptr;             // one mark per slot, zero until set
   std::atomic<const void*> owner_{nullptr};    // the thread that appended first (solo)
   std::atomic<size_type> capacity_{0};         // slots backed by committed memory
-  std::atomic<unsigned char> mode_{kShared};   // kSolo from construction where barriers work
+  std::atomic<std::uint32_t> mode_{kShared};   // kSolo from construction where barriers work
   std::atomic<bool> out_of_order_{false};      // some block was marked ready
-  std::atomic<std::uint16_t> commit_lock_{0};  // held by the thread committing slots
+  std::atomic<std::uint32_t> commit_lock_{0};  // held by the thread committing slots
   std::uint32_t data_offset_ = 0;  // from data_arena_'s base to the first slot (alignment.hpp)
-  size_type solo_end_ = 0;         // the claims solo mode made; set once, when it ends
   // The claims: solo mode's (the owner's plain stores) and the shared ones (a separate counter,
   // so that a claim stored after solo mode ended, see append_solo, cannot overwrite a shared
   // one). One line: in each mode only one of them is written.
@@ -458,14 +503,19 @@ class ConcurrentCore {
   alignas(64) std::atomic<std::uint64_t> claimed_{0};  // slots handed out once shared
   std::atomic<size_type> solo_claimed_{0};             // slots handed out in solo mode
   std::atomic<unsigned> solo_depth_{0};                // the owner's solo sections in progress
+  std::atomic<std::uint32_t> solo_generation_{0};      // the fork generation of solo_depth_
+  std::atomic<std::uint32_t> closed_generation_{0};    // the fork generation of the closing
   std::atomic<unsigned char> closed_reason_{0};        // kClosedFull or kClosedRefused
+  std::uint16_t closed_epoch_ = 0;                     // the last closing's epoch (commit lock)
   std::atomic<int> closed_error_value_{0};             // the refused commit's error
   std::atomic<const std::error_category*> closed_error_category_{nullptr};
   std::atomic<size_type> closed_at_{0};         // capacity_ when the claims closed
   std::atomic<size_type> ahead_refused_at_{0};  // capacity_ when a commit ahead was refused
-  std::atomic<size_type> dropped_{0};           // written only when a Writer loses elements
   // A prefix that is constructed and visible (size() may find more); mutable: size() advances it.
+  // The rest of its line is written rarely: when a Writer loses elements, when solo mode ends.
   alignas(64) mutable std::atomic<size_type> published_{0};
+  std::atomic<size_type> dropped_{0};  // written only when a Writer loses elements
+  size_type solo_end_ = 0;             // the claims solo mode made; set once, when it ends
 };
 
 static_assert(sizeof(void*) != 8 || sizeof(ConcurrentCore) == 256, "four cache lines");
