@@ -352,6 +352,66 @@ RESERVOIR_CHILD("concurrent.fork_during_solo") {
   return hangs == 0 && failures == 0 && forks > 0 ? 0 : 1;
 }
 
+// As above, and a third thread ends solo mode while the main thread forks: a child forked while
+// that thread was ending it (it does not exist in the child) must finish the end itself, not wait
+// for it. Prints "forks F, hangs H, failures X".
+RESERVOIR_CHILD("concurrent.fork_while_ending_solo") {
+  constexpr int kRounds = 200, kForksPerRound = 3;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+  int forks = 0, hangs = 0, failures = 0;
+  for (int round = 0; round < kRounds && hangs == 0 && std::chrono::steady_clock::now() < end;
+       ++round) {
+    reservoir::ArenaOptions o;
+    o.commit_granule = o.max_commit_step = pal::page_size();
+    ConcurrentDynArray<int> a(reservoir::max_elements(std::size_t{1} << 24), o);
+    std::atomic<bool> started{false}, stop{false}, go{false};
+    std::thread owner([&] {
+      try {
+        a.push_back(1);
+        started = true;
+        while (!stop.load(std::memory_order_relaxed))
+          a.push_back(2);
+      } catch (const std::length_error&) {  // full: this round is over
+        started = true;
+      }
+    });
+    while (!started.load())
+      std::this_thread::yield();
+    std::thread ender([&] {
+      while (!go.load())
+        std::this_thread::yield();
+      try {
+        a.push_back(4);  // ends solo mode
+      } catch (const std::length_error&) {
+      }
+    });
+    go = true;
+    for (int f = 0; f < kForksPerRound; ++f) {
+      const pid_t pid = ::fork();
+      if (pid < 0) {
+        ++failures;
+        continue;
+      }
+      if (pid == 0) {
+        try {
+          ::_exit(a.push_back(3) >= 1 ? 0 : 3);
+        } catch (...) {
+          ::_exit(4);
+        }
+      }
+      ++forks;
+      const int r = wait_child(pid, std::chrono::steady_clock::now() + std::chrono::seconds(2));
+      hangs += r == 1;
+      failures += r == 2;
+    }
+    ender.join();
+    stop = true;
+    owner.join();
+  }
+  std::printf("forks %d, hangs %d, failures %d\n", forks, hangs, failures);
+  return hangs == 0 && failures == 0 && forks > 0 ? 0 : 1;
+}
+
 // Two threads push_back against a memory limit that refuses commits, so the claims keep closing
 // (one-slot claims past capacity undone) and reopening; the main thread forks, and each child
 // lifts the limit and appends. A child forked while the claims were closed must reopen them: the
@@ -1703,6 +1763,22 @@ TEST_SUITE("concurrent") {
       return;
     }
     const test::ProcessResult r = test::run_child("concurrent.fork_during_solo");
+    MESSAGE(test::describe(r) << ": " << r.output);
+    CHECK(r.exited);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("hangs 0,") != std::string::npos);
+#endif
+  }
+
+  TEST_CASE("fork while another thread ends solo mode: the child finishes the end itself") {
+#if defined(_WIN32) || defined(RESERVOIR_TEST_TSAN)
+    MESSAGE("skipped: no fork on Windows; ThreadSanitizer does not support forking threads");
+#else
+    if (kAddressSanitizer || test::under_valgrind()) {
+      MESSAGE("skipped under AddressSanitizer and valgrind: not fork-safe with threads");
+      return;
+    }
+    const test::ProcessResult r = test::run_child("concurrent.fork_while_ending_solo");
     MESSAGE(test::describe(r) << ": " << r.output);
     CHECK(r.exited);
     CHECK(r.exit_code == 0);
