@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -149,9 +150,11 @@ int main(int argc, char** argv) {
                  "they pay), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
-  std::string threads = "1,2,4";
+  std::string threads = "auto";
   app.add_option("--threads", threads,
-                 "Thread counts for the concurrent-append table (empty or 0: skip it)")
+                 "Thread counts for the concurrent-append and Collatz tables (auto: 1, 2, 4 and "
+                 "the powers of two up to the machine's core count, then the core count; empty "
+                 "or 0: skip them)")
       ->capture_default_str();
   bool pin = false;
   app.add_flag("--pin", pin, "Concurrent table: pin thread t to CPU t (Linux; elsewhere ignored)");
@@ -230,7 +233,13 @@ int main(int argc, char** argv) {
     }
     if (pin) rb::request_pinning();  // inherited by the cells' child processes
     cfg.threads.clear();
-    if (!threads.empty() && threads != "0") {
+    if (threads == "auto") {
+      const std::uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
+      for (std::uint64_t t = 1;
+           t <= std::max<std::uint64_t>(4, std::min<std::uint64_t>(cores, 256)); t *= 2)
+        cfg.threads.push_back(t);
+      if (cores > cfg.threads.back() && cores <= 256) cfg.threads.push_back(cores);
+    } else if (!threads.empty() && threads != "0") {
       for (std::uint64_t t : rb::parse_count_list(threads)) {
         if (t > 256) throw std::invalid_argument("--threads: at most 256");
         cfg.threads.push_back(t);

@@ -4,6 +4,8 @@
 // prefix and adds the memoised length.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -76,6 +78,39 @@ inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
           const std::uint64_t known = memo.size();  // published: safe to read without a lock
           return orbit_length(i + 1, known, [&memo](std::uint64_t j) { return memo[j]; });
         });
+      }
+    });
+  }
+  for (auto& th : pool)
+    th.join();
+  return seconds_since(t0);
+}
+
+// A Writer per thread, as a user would write the memo with one: threads take blocks of kWriterBlock
+// consecutive numbers from a shared counter, compute their orbit lengths into their own writer
+// (memo lookups read the published prefix with no lock) and flush the block once the array holds
+// every number before it (element i is the length of i+1), yielding until then. The block is
+// the writer's first buffer, so it never flushes early. Returns seconds.
+inline constexpr std::uint64_t kWriterBlock = 16;
+inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
+                                              reservoir::ConcurrentDynArray<std::uint32_t>& memo) {
+  std::atomic<std::uint64_t> next{1};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&memo, &next, n] {
+      auto w = memo.writer();
+      for (;;) {
+        const std::uint64_t first = next.fetch_add(kWriterBlock, std::memory_order_relaxed);
+        if (first > n) return;
+        const std::uint64_t end = std::min(n + 1, first + kWriterBlock);
+        for (std::uint64_t x = first; x < end; ++x) {
+          const std::uint64_t known = memo.size();
+          w.push_back(orbit_length(x, known, [&memo](std::uint64_t j) { return memo[j]; }));
+        }
+        while (memo.size() != first - 1)
+          std::this_thread::yield();
+        w.flush();
       }
     });
   }

@@ -1,4 +1,5 @@
 // reservoir-bench tables 4 and 5: concurrent appends, and the Collatz memo of Rojc & Depolli.
+#include "collatz.hpp"
 #include "tour.hpp"
 
 #include <string_view>
@@ -13,7 +14,8 @@ void run_concurrent(const Config& cfg, const char* table, std::vector<Result>& o
   // The memo workload is heavier per element (and the baseline serialises): a quarter the size.
   const std::uint64_t n = collatz_table ? std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)
                                         : concurrent_size(cfg);
-  static const std::vector<std::string> kCollatz = {"concurrent_dynarray", "vector_shared_mutex"};
+  static const std::vector<std::string> kCollatz = {
+      "concurrent_dynarray", "concurrent_dynarray_writer", "vector_shared_mutex"};
   const std::vector<std::string> containers =
       collatz_table ? kCollatz
                     : std::vector<std::string>(std::begin(rb::kConcurrentContainers),
@@ -54,8 +56,11 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
   if (collatz_table) {
     fmt::print(
         "5. Collatz memo (Rojc & Depolli): orbit lengths of 1..{} in one growing array shared "
-        "by T threads\n   (median of {} reps)\n\n",
-        rb::format_count(std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)), cfg.reps);
+        "by T threads\n   (median of {} reps; concurrent_dynarray: emplace_back_with per "
+        "number; _writer: a Writer per\n   thread, blocks of {} numbers flushed in order; vs 1 "
+        "thread: the 1-thread time over this one, >1x is faster)\n\n",
+        rb::format_count(std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)), cfg.reps,
+        collatz::kWriterBlock);
   } else {
     fmt::print(
         "4. Concurrent appends: T threads append {} ints in total (median of {} reps; _writer: "

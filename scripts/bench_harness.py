@@ -57,6 +57,7 @@ def main():
     print(f"{'size':>6}  {'contender':<15}{'harness':>12}{'bench':>12}{'bench/harness':>15}"
           f"{'faults':>10}")
     worst = 0.0
+    compared = 0
     for n in sizes:
         times = {c: [] for c in HARNESS}
         faults = {c: [] for c in HARNESS}
@@ -80,6 +81,7 @@ def main():
             ratio = b["seconds"] / med[c] if b else None
             if ratio:
                 worst = max(worst, abs(ratio - 1))
+                compared += 1
             bench_text = f"{b['seconds'] * 1e3:.2f}ms" if b else "-"
             ratio_text = f"{ratio:.2f}x" if ratio else "-"
             print(f"{n:>6.0e}  {c:<15}{med[c] * 1e3:>10.2f}ms{bench_text:>12}{ratio_text:>15}"
@@ -87,6 +89,8 @@ def main():
         print(f"{'':>6}  harness: DynArray {med['dynarray'] / med['floor']:.2f}x the floor, "
               f"{med['dynarray'] / med['vector_reserve']:.2f}x vector + exact reserve, "
               f"{med['dynarray'] / med['vector']:.2f}x std::vector (time ratios)\n")
+    if compared == 0:
+        sys.exit("bench_harness.py: error: the bench produced no cell to compare with the harness")
     print(f"largest bench/harness disagreement: {worst * 100:.0f}% "
           f"({'within' if worst <= 0.10 else 'NOT within'} 10%)")
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <numeric>
@@ -23,6 +24,14 @@
 #include <reservoir/concurrent_dynarray.hpp>
 
 #include "support.hpp"
+
+#if !defined(_WIN32)
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#endif
 
 using reservoir::ConcurrentDynArray;
 namespace pal = reservoir::pal;
@@ -215,6 +224,95 @@ struct Slow {
 };
 
 }  // namespace
+
+#if !defined(_WIN32) && !defined(RESERVOIR_TEST_TSAN)
+namespace {
+// Waits for `pid` until `deadline`, then kills it. 0: exited with status 0; 1: hung (killed);
+// 2: exited otherwise or died of a signal.
+int wait_child(pid_t pid, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
+    if (r < 0) return 2;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      (void)::waitpid(pid, &status, 0);
+      return 1;
+    }
+    ::usleep(500);
+  }
+}
+}  // namespace
+
+// Forks while two threads push_back to a shared-mode array that commits a page at a time (so a
+// commit is in progress much of the time); each child appends once and exits. A child must
+// never wait for a thread that exists only in its parent. Prints "forks F, hangs H, failures X".
+RESERVOIR_CHILD("concurrent.fork_while_pushing") {
+  constexpr int kRounds = 40, kForksPerRound = 5;
+  constexpr std::size_t kMax = std::size_t{1} << 24;
+  int forks = 0, hangs = 0, failures = 0;
+  for (int round = 0; round < kRounds && hangs == 0; ++round) {
+    reservoir::ArenaOptions o;
+    o.commit_granule = o.max_commit_step = pal::page_size();  // a commit every page of elements
+    ConcurrentDynArray<int> a(reservoir::max_elements(kMax), o);
+    a.push_back(0);  // the owner: the threads below end solo mode before any fork
+    std::atomic<int> started{0};
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> pushers;
+    for (int t = 0; t < 2; ++t) {
+      pushers.emplace_back([&] {
+        try {
+          a.push_back(1);
+          started.fetch_add(1);
+          while (!stop.load(std::memory_order_relaxed))
+            a.push_back(2);
+        } catch (const std::length_error&) {  // full: this round is over
+        }
+      });
+    }
+    while (started.load() < 2 && a.size() < kMax / 2)
+      std::this_thread::yield();
+    for (int f = 0; f < kForksPerRound && a.size() < kMax / 2; ++f) {
+      const pid_t pid = ::fork();
+      if (pid < 0) {
+        ++failures;
+        continue;
+      }
+      if (pid == 0) {
+        try {
+          ::_exit(a.push_back(3) >= 1 ? 0 : 3);
+        } catch (...) {
+          ::_exit(4);
+        }
+      }
+      ++forks;
+      const int r = wait_child(pid, std::chrono::steady_clock::now() + std::chrono::seconds(20));
+      hangs += r == 1;
+      failures += r == 2;
+    }
+    stop = true;
+    for (std::thread& t : pushers)
+      t.join();
+  }
+  std::printf("forks %d, hangs %d, failures %d\n", forks, hangs, failures);
+  return hangs == 0 && failures == 0 && forks > 0 ? 0 : 1;
+}
+#endif
+
+// 15 elements through a Writer into an array of 10, the writer destroyed with no flush: the 5 that
+// do not fit are lost without any flush having reported it. Prints "dropped N size S" (a library
+// built without NDEBUG aborts in the writer's destructor instead).
+RESERVOIR_CHILD("concurrent.writer_drops_unreported") {
+  ConcurrentDynArray<int> a{reservoir::max_elements(10)};
+  {
+    auto w = a.writer();
+    for (int i = 0; i < 15; ++i)
+      w.push_back(i);
+  }
+  std::printf("dropped %zu size %zu\n", a.dropped(), a.size());
+  return 0;
+}
 
 TEST_SUITE("concurrent") {
   TEST_CASE("single-threaded basics and limits") {
@@ -890,6 +988,7 @@ TEST_SUITE("concurrent") {
         w.join();
       CHECK(a.size() == limit);
       CHECK(a.size() + left_over == accepted);
+      CHECK(a.dropped() == left_over);  // each writer's last flush threw: reported, then counted
       require_no_hole_no_duplicate(a);
     }
   }
@@ -1464,5 +1563,205 @@ TEST_SUITE("concurrent") {
     CHECK(a.size() == 2003);
     for (std::uint64_t v : a.published())
       REQUIRE(v != 0);
+  }
+
+  TEST_CASE("fork while two threads push_back: the child's append never waits for them") {
+#if defined(_WIN32) || defined(RESERVOIR_TEST_TSAN)
+    MESSAGE("skipped: no fork on Windows; ThreadSanitizer does not support forking threads");
+#else
+    if (kAddressSanitizer || test::under_valgrind()) {
+      MESSAGE("skipped under AddressSanitizer and valgrind: not fork-safe with threads");
+      return;
+    }
+    const test::ProcessResult r = test::run_child("concurrent.fork_while_pushing");
+    MESSAGE(test::describe(r) << ": " << r.output);
+    CHECK(r.exited);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("hangs 0,") != std::string::npos);
+#endif
+  }
+
+  TEST_CASE("a Writer never loses elements silently: flush throws, take_buffered, dropped()") {
+    // Explicitly: the flush that cannot append throws, the rest stays buffered and comes back.
+    ConcurrentDynArray<int> a{reservoir::max_elements(10)};
+    {
+      auto w = a.writer();
+      for (int i = 0; i < 15; ++i)
+        w.push_back(i);  // the 11th flushes the first 10
+      CHECK(a.size() == 10);
+      CHECK(w.buffered() == 5);
+      CHECK_THROWS_AS(w.flush(), std::length_error);
+      CHECK(w.buffered() == 5);
+      const std::vector<int> rest = w.take_buffered();
+      CHECK(rest == std::vector<int>{10, 11, 12, 13, 14});
+      CHECK(w.buffered() == 0);
+    }
+    CHECK(a.dropped() == 0);
+    for (int i = 0; i < 10; ++i)
+      CHECK(a[static_cast<std::size_t>(i)] == i);
+
+    // Reported, then destroyed: the program knew (the flush threw); the loss is counted.
+    ConcurrentDynArray<int> b{reservoir::max_elements(10)};
+    {
+      auto w = b.writer();
+      for (int i = 0; i < 15; ++i)
+        w.push_back(i);
+      CHECK_THROWS_AS(w.flush(), std::length_error);
+    }
+    CHECK(b.size() == 10);
+    CHECK(b.dropped() == 5);
+    ConcurrentDynArray<int> moved(std::move(b));  // the count moves with the elements
+    CHECK(moved.dropped() == 5);
+    CHECK(b.dropped() == 0);
+
+    // Never reported: a checked library stops the program, a release one counts the loss.
+    const test::ProcessResult r = test::run_child("concurrent.writer_drops_unreported");
+    MESSAGE(test::describe(r) << ": " << r.output);
+    if (reservoir::detail::writer_loss_aborts()) {
+      CHECK((!r.exited || r.exit_code == 3));  // SIGABRT; Windows' abort() exits with 3
+    } else {
+      CHECK(r.exited);
+      CHECK(r.output.find("dropped 5 size 10") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("the array is a range over its published prefix: range-for, std::ranges algorithms") {
+    static_assert(std::ranges::random_access_range<ConcurrentDynArray<int>>);
+    static_assert(std::ranges::contiguous_range<const ConcurrentDynArray<int>>);
+    ConcurrentDynArray<int> empty;  // no reservation: an empty range
+    CHECK(empty.begin() == empty.end());
+    CHECK(std::ranges::count(empty, 0) == 0);
+    ConcurrentDynArray<int> moved_from{reservoir::max_elements(4)};
+    ConcurrentDynArray<int> target(std::move(moved_from));
+    CHECK(moved_from.begin() == moved_from.end());
+
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(1'000'000)};
+    const std::vector<std::uint64_t> same{1, 2, 3, 2, 1};  // std::vector: the same answers
+    for (std::uint64_t v : same)
+      a.push_back(v);
+    std::uint64_t sum = 0;
+    for (std::uint64_t v : a)
+      sum += v;
+    CHECK(sum == 9);
+    CHECK(std::ranges::count(a, 2u) == std::ranges::count(same, 2u));
+    CHECK(std::ranges::find(a, 3u) - a.begin() == std::ranges::find(same, 3u) - same.begin());
+    CHECK(std::ranges::find(a, 7u) == a.end());
+    CHECK(std::ranges::equal(a, same));
+
+    // While 2 threads append: each snapshot holds only published, whole values, in order per
+    // thread, and a value found is one that was appended.
+    ConcurrentDynArray<std::uint64_t> b{reservoir::max_elements(1'000'000)};
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> appenders;
+    for (std::uint64_t t = 1; t <= 2; ++t) {
+      appenders.emplace_back([&b, &stop, t] {
+        for (std::uint64_t s = 1; s <= stress_scale(200'000) && !stop.load(); ++s)
+          b.push_back(encode(t, s));
+      });
+    }
+    for (int scan = 0; scan < 50; ++scan) {
+      const auto first = b.begin(), last = b.end();
+      CHECK(std::ranges::count(first, last, std::uint64_t{0}) == 0);  // no hole in the snapshot
+      const auto it = std::ranges::find(b, encode(1, 1));
+      CHECK((it == b.end() || *it == encode(1, 1)));
+    }
+    stop = true;
+    for (auto& t : appenders)
+      t.join();
+    CHECK(static_cast<std::size_t>(std::ranges::distance(b)) == b.size());
+    require_no_hole_no_duplicate(b);
+  }
+
+  TEST_CASE("plain push_back from 2 to 16 threads: one fetch_add each, no failed claim, no retry") {
+    for (unsigned threads : {2u, 4u, 8u, 16u}) {
+      const std::uint64_t each = stress_scale(100'000);
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(threads * each)};
+      std::atomic<std::uint64_t> failed{0}, single{0}, past{0}, refused{0};
+      std::vector<std::thread> pool;
+      for (unsigned t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+          const reservoir::detail::ClaimCounts before = reservoir::detail::claim_counts();
+          for (std::uint64_t s = 1; s <= each; ++s)
+            a.push_back(encode(t, s));
+          const reservoir::detail::ClaimCounts& after = reservoir::detail::claim_counts();
+          failed += after.failed_cas - before.failed_cas;
+          single += after.single - before.single;
+          past += after.past_capacity - before.past_capacity;
+          refused += after.refused - before.refused;
+        });
+      }
+      for (auto& t : pool)
+        t.join();
+      MESSAGE(threads << " threads: " << threads * each << " appends, " << single.load()
+                      << " off the fast path (" << past.load() << " past capacity), "
+                      << failed.load() << " failed claims");
+      CHECK(failed == 0);   // a fetch_add never fails: no retry, whatever the contention
+      CHECK(refused == 0);  // and none was undone
+      CHECK(single < threads * each / 8);  // the rest took the fast path: one RMW, no branch out
+      CHECK(a.size() == threads * each);
+      require_no_hole_no_duplicate(a);
+    }
+  }
+
+  TEST_CASE("16 threads push_back past max_size(): exactly full, every refusal a length_error") {
+    const std::size_t limit = valgrind_scale(50'000) + 7;
+    for (int round = 0; round < 3; ++round) {
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(limit)};
+      std::atomic<std::uint64_t> kept{0}, full{0};
+      std::vector<std::thread> pool;
+      for (unsigned t = 0; t < 16; ++t) {
+        pool.emplace_back([&, t] {
+          for (std::uint64_t s = 1; s <= limit / 4; ++s) {
+            try {
+              a.push_back(encode(t, s));
+              ++kept;
+            } catch (const std::length_error&) {
+              ++full;
+            }
+          }
+        });
+      }
+      for (auto& t : pool)
+        t.join();
+      CHECK(kept == limit);
+      CHECK(a.size() == limit);
+      CHECK(full == 16 * (limit / 4) - limit);
+      CHECK_THROWS_AS(a.push_back(1), std::length_error);  // still full, claims reopened
+      require_no_hole_no_duplicate(a);
+    }
+  }
+
+  TEST_CASE("refused commits while 4 threads push_back: nothing added for a refusal, no hole") {
+    reservoir::ArenaOptions o;
+    o.commit_granule = o.max_commit_step = pal::page_size();  // many commits
+    const std::uint64_t each = test::under_valgrind() ? 5'000 : 20'000;
+    ConcurrentDynArray<std::uint64_t> a(reservoir::max_elements(kWriters * each * 2), o);
+    a.push_back(encode(9, 1));
+    std::thread([&] { a.push_back(encode(9, 2)); }).join();  // shared mode from here
+    std::atomic<std::uint64_t> added{2}, refused{0};
+    {
+      test::FaultGuard fault(pal::Op::commit, 10, 40);  // the 11th..50th commits fail
+      std::vector<std::thread> pool;
+      for (int t = 0; t < kWriters; ++t) {
+        pool.emplace_back([&, t] {
+          for (std::uint64_t s = 1; s <= each; ++s) {
+            try {
+              a.push_back(encode(static_cast<std::uint64_t>(t), s));
+              ++added;
+            } catch (const reservoir::OsAllocationError&) {
+              ++refused;  // this value was not added
+            }
+          }
+        });
+      }
+      for (auto& t : pool)
+        t.join();
+    }
+    CHECK(refused > 0);
+    CHECK(a.size() == added);
+    require_no_hole_no_duplicate(a);
+    const std::size_t next = a.push_back(encode(9, 3));  // the claims reopened after the refusals
+    CHECK(next == added);
+    CHECK(a.size() == added + 1);
   }
 }

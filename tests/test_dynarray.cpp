@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <ranges>
 #include <span>
@@ -518,6 +519,51 @@ TEST_SUITE("dynarray") {
       if (a.arena().commit_granule() == 4096) CHECK(calls() - before <= 1 + 15 + 6 + 1);
     }
     pal::testing::set_transparent_huge_pages(-1);
+  }
+
+  TEST_CASE("push_back to 1e8 ints, population left to faults: at most 32 mmap/mprotect/madvise") {
+    // A default array with prefault off: every step is a permission change only, and steps
+    // double the committed prefix (up to max_commit_step), so the calls grow with log n. Under a
+    // memory limit steps are bounded (each is charged as it is written): where the process has
+    // one, the count is taken with the check off.
+    const bool limited = reservoir::memory_limit_headroom() != reservoir::kMemoryLimitOff;
+    if (limited) {
+      MESSAGE("a memory limit is in force here: counted with set_memory_limit(kMemoryLimitOff)");
+      reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
+    }
+    reservoir::clear_reservation_cache();
+    const auto calls = [] {
+      std::uint64_t n = 0;  // every pal call that is an mmap, mprotect or madvise
+      for (const pal::Op op : {pal::Op::reserve, pal::Op::commit, pal::Op::decommit,
+                               pal::Op::prefault, pal::Op::advise, pal::Op::guard})
+        n += pal::testing::calls(op);
+      return n;
+    };
+    // Under valgrind 1e7 (the bound holds a fortiori; 1e8 appends there take minutes).
+    const std::size_t kN = test::under_valgrind() ? 10'000'000 : 100'000'000;
+    reservoir::ArenaOptions o;
+    o.prefault = false;
+    const std::uint64_t before = calls();
+    std::optional<DynArray<int>> made;
+    try {
+      made.emplace(reservoir::max_elements(DynArray<int>::default_max_size()), o);
+    } catch (const reservoir::OsAllocationError& e) {
+      MESSAGE("the default reservation is refused here (" << e.what() << "): skipped");
+    }
+    if (made) {
+      DynArray<int>& a = *made;
+      const int* const first = a.data();
+      for (std::size_t i = 0; i < kN; ++i)
+        a.push_back(static_cast<int>(i));
+      const std::uint64_t n = calls() - before;
+      MESSAGE(n << " mmap/mprotect/madvise calls for " << kN << " ints");
+      CHECK(n <= 32);
+      CHECK(a.data() == first);
+      CHECK(a[kN / 3] == static_cast<int>(kN / 3));
+      CHECK(a.back() == static_cast<int>(kN - 1));
+      made.reset();
+    }
+    if (limited) reservoir::set_memory_limit(reservoir::kMemoryLimitAuto);
   }
 
   TEST_CASE("capacity follows committed memory; shrink_to_fit returns it to the OS") {

@@ -256,7 +256,69 @@ RESERVOIR_CHILD("memory_limit.beyond_ram") {
 }
 #endif
 
+#if defined(__linux__)
+namespace {
+// The child's exit code where /proc/self/io does not count read() calls.
+constexpr int kReadsNotCounted = 77;
+
+// The read() calls this process has made (/proc/self/io's syscr), or -1 where it is not counted.
+long read_calls() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  long value = 0;
+  while (io >> key >> value) {
+    if (key == "syscr:") return value;
+  }
+  return -1;
+}
+}  // namespace
+
+// A fresh process's first small DynArray and first Arena read nothing (no cgroup file, no
+// /proc/meminfo, no huge-page setting: not one read() call, and no reading of the limits through
+// pal); an array that grows past kUnreadCommitBytes starts the checks.
+RESERVOIR_CHILD("memory_limit.first_array_reads_nothing") {
+  const long r0 = read_calls();
+  const long r1 = read_calls();
+  if (r0 < 0 || r1 < 0) return kReadsNotCounted;
+  const long own = r1 - r0;  // the read() calls of one read_calls()
+  const std::uint64_t stats = pal::testing::calls(pal::Op::stats);
+  const long before = read_calls();
+  DynArray<int> a;
+  a.push_back(1);
+  DynArray<int> b(1000, 2);
+  reservoir::Arena arena(std::size_t{1} << 30);
+  static_cast<unsigned char*>(arena.allocate(64))[0] = 3;
+  const long after = read_calls();
+  std::printf("read() calls %ld, limit readings %llu; ", after - before - own,
+              static_cast<unsigned long long>(pal::testing::calls(pal::Op::stats) - stats));
+  // A sanitizer's runtime reads /proc files of its own (the memory map) as the process maps memory.
+  if (after - before != own && !kAddressSanitizer && !kThreadSanitizer) return 3;
+  if (pal::testing::calls(pal::Op::stats) != stats) return 4;
+  for (int i = 0; i < (4 << 20) / 4; ++i)
+    a.push_back(i);
+  std::printf("after 4 MiB: limit readings %llu\n",
+              static_cast<unsigned long long>(pal::testing::calls(pal::Op::stats) - stats));
+  if (pal::testing::calls(pal::Op::stats) == stats) return 5;  // the machine was never read
+  return a.back() == (4 << 20) / 4 - 1 && b[999] == 2 ? 0 : 6;
+}
+#endif
+
 TEST_SUITE("memory_limit") {
+#if defined(__linux__)
+  TEST_CASE("a fresh process's first small array and arena read no limit and no /proc file") {
+    if (test::under_valgrind()) {
+      MESSAGE("under valgrind (its own reads are counted): skipped");
+      return;
+    }
+    const test::ProcessResult r = test::run_child("memory_limit.first_array_reads_nothing");
+    MESSAGE(test::describe(r) << ": " << r.output);
+    if (r.exited && r.exit_code == kReadsNotCounted)
+      return;  // /proc/self/io does not count reads here
+    CHECK(r.exited);
+    CHECK(r.exit_code == 0);
+  }
+#endif
+
   TEST_CASE("a limit set by hand: the step that would cross it is refused, nothing is lost") {
     const std::size_t rss = pal::current_rss();
     if (rss == 0) {

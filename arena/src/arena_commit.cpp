@@ -46,18 +46,26 @@ bool huge_pages_in_effect() noexcept {
 
 // ---- committing ---------------------------------------------------------------------------------
 
-detail::GrowthState Arena::growth_state() const noexcept {
+detail::GrowthState Arena::growth_state(std::size_t bytes) const noexcept {
   detail::GrowthState s;
   s.committed = committed_;
   s.reserved = reserved_;
   s.granule = granule();
   s.max_step = max_step();
   s.prefault = has(kPrefault);
-  s.huge_pages = has(kHugePages) && huge_pages_in_effect();
+  // Below kDoublingStepLimit both policies take the same doubling steps, so the machine's huge-page
+  // setting (files to read) is asked only once the arena or the request reaches it.
+  s.huge_pages = has(kHugePages) && std::max(bytes, committed_) >= kDoublingStepLimit &&
+                 huge_pages_in_effect();
   // Under a memory limit every committed byte must be charged as it is backed, which only
   // bounded, populated steps do exactly: an unpopulated step's pages are not in the usage the
-  // next reading sees.
-  s.limit_in_force = has(kRespectMemoryLimit) && detail::memory_limit_in_force();
+  // next reading sees. The step commits at most what is asked past the committed prefix plus one
+  // step (never larger than the granule or the committed prefix): whether that could come near a
+  // limit decides whether the limit is read now.
+  const std::size_t beyond = bytes > committed_ ? bytes - committed_ : 0;
+  const std::size_t step = std::max(committed_, s.granule);
+  s.limit_in_force = has(kRespectMemoryLimit) &&
+                     detail::memory_limit_in_force(beyond > kMax - step ? kMax : beyond + step);
   return s;
 }
 
@@ -66,7 +74,7 @@ std::size_t Arena::commit_step() const noexcept {
 }
 
 std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept {
-  const detail::GrowthState state = growth_state();
+  const detail::GrowthState state = growth_state(bytes);
   const detail::PlannedStep step = detail::plan_step(state, bytes, populate);
   if (step.target <= committed_) return {};
   const std::error_code ec = take_step(step);
@@ -115,7 +123,7 @@ void Arena::throw_growth_error(std::size_t bytes, std::error_code ec) const {
                             ": the reservation holds " + format_bytes(reserved_));
   }
   const std::size_t len =
-      detail::plan_step(growth_state(), bytes, Populate::all).target - committed_;
+      detail::plan_step(growth_state(bytes), bytes, Populate::all).target - committed_;
   if (ec == Refusal::memory_limit || ec == Refusal::machine_memory) {
     throw OsAllocationError("commit", len, base_ + committed_, ec,
                             ec == Refusal::memory_limit ? detail::memory_limit_advice()

@@ -152,15 +152,41 @@ bool try_take(LimitState& st, std::int64_t n) noexcept {
 // Made before main, for the reason the provider's state is (provider.cpp).
 [[maybe_unused]] const bool g_made_before_main = (limit_state(), true);
 
+using detail::kUnreadCommitBytes;
+
+// The committed bytes of checked steps taken so far, up to kUnreadCommitBytes (where it stays:
+// from there on every step is checked).
+std::atomic<std::size_t> g_unread_commits{0};
+
+// True if a step committing `len` bytes takes the sum past kUnreadCommitBytes (or it is past).
+bool read_from(std::size_t len) noexcept {
+  const std::size_t sum = g_unread_commits.load(std::memory_order_relaxed);
+  return sum >= kUnreadCommitBytes || len > kUnreadCommitBytes - sum;
+}
+
+// Adds a step of `len` bytes to the sum; true if it is to be checked.
+bool count_unread(std::size_t len) noexcept {
+  std::size_t sum = g_unread_commits.load(std::memory_order_relaxed);
+  while (sum < kUnreadCommitBytes) {
+    const bool past = len > kUnreadCommitBytes - sum;
+    if (g_unread_commits.compare_exchange_weak(sum, past ? kUnreadCommitBytes : sum + len,
+                                               std::memory_order_relaxed)) {
+      return past;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace detail {
 
-bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept {
+bool memory_limit_charge(std::size_t populated, bool read, std::size_t* charged) noexcept {
   *charged = 0;
   LimitState& st = limit_state();
   const std::size_t setting = st.setting.load(std::memory_order_relaxed);
   if (setting == kMemoryLimitOff || populated == 0) return true;
+  if (setting == kMemoryLimitAuto && !read) return true;
   const std::int64_t n = clamp(populated);
   // In flight first, then the compare-and-swap: a reading that replaces the headroom after this
   // charge took from it sees these bytes in flight.
@@ -186,11 +212,12 @@ bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept {
   return true;
 }
 
-bool memory_limit_in_force() noexcept {
+bool memory_limit_in_force(std::size_t most) noexcept {
   LimitState& st = limit_state();
   const std::size_t setting = st.setting.load(std::memory_order_relaxed);
   if (setting == kMemoryLimitOff) return false;
   if (setting != kMemoryLimitAuto) return true;
+  if (!read_from(most)) return false;
   const std::int64_t h = st.headroom.load();
   if (h == kUnknown) return memory_limit_headroom() != kMemoryLimitOff;
   return h < kUnlimited / 2;
@@ -374,11 +401,12 @@ std::string machine_memory_advice() {
 std::error_code charge_step(std::size_t committed, std::size_t populated, std::size_t backed,
                             std::size_t* charged) noexcept {
   *charged = 0;
-  if (!machine_can_back(committed, populated, backed)) {
+  const bool read = count_unread(committed);
+  if (read && !machine_can_back(committed, populated, backed)) {
     return make_error_code(Refusal::machine_memory);
   }
-  if (!memory_limit_charge(populated, charged)) {
-    if (backed != 0) machine_give_back(clamp(backed));
+  if (!memory_limit_charge(populated, read, charged)) {
+    if (read && backed != 0) machine_give_back(clamp(backed));  // what machine_can_back took
     return make_error_code(Refusal::memory_limit);
   }
   return {};

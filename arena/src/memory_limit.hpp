@@ -13,9 +13,18 @@ namespace reservoir::detail {
 // flight until settle() says they are populated (then the OS's usage figure includes them).
 // refund() gives back a charge whose commit failed.
 
+// Nothing is read from the OS (cgroup files, the machine's memory) until the committed bytes of
+// checked steps, summed over the process, pass kUnreadCommitBytes: the step that takes the sum
+// past it is the first one checked against the cgroup's limit and the machine. It is a quarter
+// of the smallest margin either check keeps (8 MiB under a limit, 64 MiB on a machine), so the
+// bytes committed unread cannot take the process past a limit it was not already within the
+// margin of. A limit set by hand (set_memory_limit) is checked from the first step.
+inline constexpr std::size_t kUnreadCommitBytes = std::size_t{2} << 20;
+
 // Charges `populated` bytes about to be backed; true if they fit (or no limit applies).
-// *charged is what was taken (0 when nothing is checked): what a refund may give back.
-bool memory_limit_charge(std::size_t populated, std::size_t* charged) noexcept;
+// *charged is what was taken (0 when nothing is checked): what a refund may give back. `read`:
+// the limits may be read (kUnreadCommitBytes); a cgroup's limit is not checked otherwise.
+bool memory_limit_charge(std::size_t populated, bool read, std::size_t* charged) noexcept;
 // Both checks of a commit step of `committed` bytes, `populated` of them backed at once and
 // `backed` of them backed by the time the caller has written what it commits for:
 // machine_can_back(), then memory_limit_charge(); the Refusal if either says no (then nothing is
@@ -33,17 +42,19 @@ void memory_limit_refund(std::size_t charged, std::size_t backed) noexcept;
 // tell now) regains them; a successful reading sees them itself.
 void memory_released(std::size_t bytes) noexcept;
 // True if commit steps are checked against a limit: one set by set_memory_limit(), or a cgroup's
-// as of the latest reading (taken now if there is none yet).
-bool memory_limit_in_force() noexcept;
+// as of the latest reading (taken now if there is none yet and a step committing up to `most`
+// bytes would take the process past kUnreadCommitBytes; false without a reading before that).
+bool memory_limit_in_force(std::size_t most) noexcept;
 // The sentence appended to a refused step's message: the limit, its source, the usage, the
 // margin, and how to raise or turn off the check.
 std::string memory_limit_advice();
 // True unless a commit of `committed` bytes, `populated` of them backed at once, is more than
 // the machine can back (checked for steps of at least an eighth of its RAM), or its `backed`
 // bytes (what the caller will write) do not fit what the machine has left, less a margin
-// (every step: the machine's headroom, re-read as it runs low). A step of at most
-// kPopulatedStepLimit is refused only where a fresh reading finds less than the step itself
-// available. On true the `backed` bytes are taken from the machine's headroom; on false nothing.
+// (every step past kUnreadCommitBytes: the machine's headroom, re-read as it runs low). A step of
+// at most kPopulatedStepLimit is refused only where a fresh reading finds less than the step
+// itself available. On true the `backed` bytes are taken from the machine's headroom; on false
+// nothing.
 bool machine_can_back(std::size_t committed, std::size_t populated, std::size_t backed) noexcept;
 // The sentence for a step machine_can_back() refused: the machine as of the last reading that
 // succeeded.

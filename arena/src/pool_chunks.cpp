@@ -175,6 +175,8 @@ std::size_t align_of(std::size_t k) noexcept {
 
 std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* open) noexcept {
   if (sc.chunks.empty() || sc.chunks.back().carved == sc.chunks.back().slots) {
+    if (sc.grow_next) sc.next_chunk_size = next_chunk(k, sc.next_chunk_size);
+    sc.grow_next = false;
     std::error_code ec = add_chunk(sc, k, sc.next_chunk_size);
     if (ec && sc.next_chunk_size > first_chunk(k)) {
       sc.next_chunk_size = first_chunk(k);
@@ -184,7 +186,7 @@ std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* ope
       *error = ec;
       return nullptr;
     }
-    sc.next_chunk_size = next_chunk(k, sc.next_chunk_size);
+    sc.grow_next = true;
   }
   Chunk& c = sc.chunks.back();
   std::byte* slot = c.first + c.carved * stride_of(k);
@@ -231,7 +233,10 @@ void release_unused_chunks(SizeClass& sc, std::size_t k) noexcept {
   // Only the last chunk can have uncarved slots, and the order is kept, so carving goes on
   // where it was (or reserves a new chunk). A class left with nothing starts small again.
   sc.chunks.swap(kept);
-  if (sc.chunks.empty()) sc.next_chunk_size = first_chunk(k);
+  if (sc.chunks.empty()) {
+    sc.next_chunk_size = first_chunk(k);
+    sc.grow_next = false;
+  }
 }
 
 }  // namespace reservoir::detail

@@ -53,6 +53,9 @@ struct SizeClass {
   std::vector<Chunk> chunks;        // carving happens in the last one
   std::vector<FreeSlot> free;       // LIFO: the most recently used slot is the warmest
   std::size_t next_chunk_size = 0;  // first_chunk(k) at first: bytes, or slots (large classes)
+  // next_chunk_size is the last chunk's size, to be grown before the next chunk is reserved (not
+  // after each chunk: growing it reads the machine's capabilities, which a first array need not).
+  bool grow_next = false;
 };
 
 // The classes, guarded by pool_state().mutex.

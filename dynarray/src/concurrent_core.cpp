@@ -3,7 +3,10 @@
 // publishes). What every append runs is inline in detail/concurrent_core.hpp.
 #include <reservoir/detail/concurrent_core.hpp>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -46,23 +49,100 @@ std::size_t data_bytes(std::size_t max_size, std::size_t element_size, std::size
   return max_size * element_size + slack;
 }
 
-// commit_lock_ as a lock: held for one commit step (up to a few milliseconds); waiters yield.
+// Counts the forks this process descends from (bumped in each child). A commit lock is held under
+// the count of the process that took it, so a child can tell a lock that a thread of its parent
+// held at the fork (that thread does not exist in the child) from one held by a thread of its own.
+std::atomic<std::uint32_t> g_fork_generation{0};
+void count_fork_in_child() noexcept {
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Registers count_fork_in_child once per process. Where registration fails (no memory for it), a
+// child forked while a commit was in progress could wait for that commit: docs/api.md says so.
+void register_fork_count() noexcept {
+  static const bool registered = !pal::at_fork(nullptr, nullptr, &count_fork_in_child);
+  (void)registered;
+}
+
+// commit_lock_ as a lock, held for one commit step (up to a few milliseconds). Its word is 0 when
+// free, otherwise the holder's process stamp (odd, never 0). A waiter of the same process sleeps
+// in the OS until the holder lets go (std::atomic::wait: no spinning on a holder that is not
+// running, whatever the priorities); a lock held under another stamp was held by a thread of the
+// parent when this process was forked, which does not exist here: it is taken over. The
+// commit that thread had begun is made again (committing committed pages is harmless).
 class CommitLock {
  public:
-  explicit CommitLock(std::atomic<bool>& flag) noexcept : flag_(flag) {
-    while (flag_.exchange(true, std::memory_order_acquire))
-      while (flag_.load(std::memory_order_relaxed))
-        pal::yield_thread();
+  explicit CommitLock(std::atomic<std::uint16_t>& word) noexcept : word_(word) {
+    const std::uint16_t me = stamp();
+    std::uint16_t held = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (held != me) {  // free, or left held by a thread that is not in this process
+        if (word_.compare_exchange_weak(held, me, std::memory_order_acquire,
+                                        std::memory_order_relaxed))
+          return;
+        continue;
+      }
+      word_.wait(held, std::memory_order_relaxed);
+      held = word_.load(std::memory_order_relaxed);
+    }
   }
-  ~CommitLock() { flag_.store(false, std::memory_order_release); }
+  // Takes the lock only if it is free now (or left held by a thread not in this process).
+  struct TryOnly {};
+  CommitLock(std::atomic<std::uint16_t>& word, TryOnly) noexcept : word_(word) {
+    const std::uint16_t me = stamp();
+    std::uint16_t held = word_.load(std::memory_order_relaxed);
+    owned_ = held != me && word_.compare_exchange_strong(held, me, std::memory_order_acquire,
+                                                         std::memory_order_relaxed);
+  }
+  ~CommitLock() {
+    if (!owned_) return;
+    word_.store(0, std::memory_order_release);
+    word_.notify_all();
+  }
+  bool owned() const noexcept { return owned_; }
   CommitLock(const CommitLock&) = delete;
   CommitLock& operator=(const CommitLock&) = delete;
 
  private:
-  std::atomic<bool>& flag_;
+  static std::uint16_t stamp() noexcept {
+    return static_cast<std::uint16_t>((g_fork_generation.load(std::memory_order_relaxed) << 1) |
+                                      1u);
+  }
+
+  std::atomic<std::uint16_t>& word_;
+  bool owned_ = true;
 };
 
 }  // namespace
+
+void writer_dropped_unreported(std::size_t count, std::size_t max_size) noexcept {
+#if defined(NDEBUG)
+  (void)count;
+  (void)max_size;
+#else
+  // The one place the library prints: a checked build stops a silent loss of the user's data.
+  std::fprintf(stderr,
+               "reservoir::ConcurrentDynArray::Writer destroyed %zu buffered elements it could "
+               "not append (max_size() %zu, or the OS refused memory), and no flush() had "
+               "reported it: call flush() before the writer's end and handle what it throws "
+               "(take_buffered() hands back what did not fit)\n",
+               count, max_size);
+  std::abort();
+#endif
+}
+
+ClaimCounts& claim_counts() noexcept {
+  static thread_local ClaimCounts counts;
+  return counts;
+}
+
+bool writer_loss_aborts() noexcept {
+#if defined(NDEBUG)
+  return false;
+#else
+  return true;
+#endif
+}
 
 ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_type alignment,
                                ArenaOptions options)
@@ -74,6 +154,7 @@ ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_
   data_offset_ =
       static_cast<std::uint32_t>(alignment > kMinBaseAlignment ? -base & (alignment - 1) : 0);
   if (pal::process_barrier_supported()) mode_.store(kSolo, std::memory_order_relaxed);
+  register_fork_count();
 }
 
 void ConcurrentCore::take(ConcurrentCore& other) noexcept {
@@ -83,6 +164,7 @@ void ConcurrentCore::take(ConcurrentCore& other) noexcept {
   ready_ = std::exchange(other.ready_, nullptr);
   data_offset_ = std::exchange(other.data_offset_, 0);
   solo_end_ = std::exchange(other.solo_end_, 0);
+  dropped_.store(other.dropped_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
   solo_claimed_.store(other.solo_claimed_.exchange(0, std::memory_order_relaxed),
                       std::memory_order_relaxed);
   claimed_.store(other.claimed_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
@@ -126,7 +208,7 @@ void ConcurrentCore::end_solo() {
     while (solo_depth_.load(std::memory_order_acquire) != 0)
       pal::yield_thread();
     solo_end_ = solo_claimed_.load(std::memory_order_relaxed);
-    claimed_.store(solo_end_, std::memory_order_relaxed);
+    claimed_.store(solo_end_, std::memory_order_seq_cst);
     mode_.store(kShared, std::memory_order_release);
     return;
   }
@@ -143,22 +225,28 @@ unsigned char ConcurrentCore::wait_while_revoking() const noexcept {
 ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, size_type n,
                                                        bool partial, size_type* claimed_count) {
   for (;;) {
-    size_type i = claimed_.load(std::memory_order_relaxed);
+    std::uint64_t word = claimed_.load(std::memory_order_seq_cst);
     size_type k = n;
     unsigned spins = kFirstBackoff;
     for (;;) {
+      // Closed: one-slot claims are being undone after a refused commit or a full array; a
+      // block claims nothing meanwhile and reports what closed them.
+      if ((word & kClosed) != 0)
+        throw_closed(element_size, static_cast<size_type>(word & ~kClosed));
+      const auto i = static_cast<size_type>(word);
       if (partial) {
-        k = (std::min)(n, max_size_ - i);  // claimed_ <= capacity_ <= max_size_
+        k = i < max_size_ ? (std::min)(n, max_size_ - i) : 0;
         if (k == 0) throw_full();
       }
-      const size_type cap = capacity_.load(std::memory_order_acquire);
+      const size_type cap = capacity_.load(std::memory_order_seq_cst);
       if (i > cap || k > cap - i) break;
-      // Strong: a failure means another thread claimed. Relaxed: claimed_ only hands out
-      // indices; the marks and published_ carry the elements.
-      if (claimed_.compare_exchange_strong(i, i + k, std::memory_order_relaxed)) {
+      // Strong: a failure means another thread claimed. The marks and published_ carry the
+      // elements; seq_cst orders the claim with the capacity loaded (see claim_one_slow).
+      if (claimed_.compare_exchange_strong(word, word + k, std::memory_order_seq_cst)) {
         if (claimed_count != nullptr) *claimed_count = k;
         return i;
       }
+      ++claim_counts().failed_cas;
       if (spins > kMaxSpin) {
         pal::yield_thread();
       } else {
@@ -166,9 +254,132 @@ ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, s
           cpu_pause();
         spins *= 2;
       }
-      i = claimed_.load(std::memory_order_relaxed);  // fresh after the wait
+      word = claimed_.load(std::memory_order_seq_cst);  // fresh after the wait
     }
-    commit_slots(element_size, i, k);  // throws, or capacity_ >= i + k (or another thread did it)
+    // throws, or capacity_ >= i + k (or another thread did it)
+    commit_slots(element_size, static_cast<size_type>(word), k);
+  }
+}
+
+// One-slot claims past the fast path. Why a claim is never undone once it is below capacity:
+// the claims close (kClosed set in claimed_) only under the commit lock, at C = capacity_ then,
+// and while they are closed nothing commits (every commit checks kClosed under the lock). A
+// closing undoes exactly the one-slot claims at or past C: those made before it whose slot is
+// at or past C, and every claim made while closed (it sees kClosed in its own ticket). Each such
+// claim leaves (takes 1 off the count), and the last one to leave sets claimed_ back to C, open:
+// so the claims reopen only after every undone claim has seen that it was. Blocks never claim
+// past capacity (their compare-and-swap checks it first), so no block is at or past C.
+// A claim with ticket t < C is kept. For the fast path's check t < cap_before to imply t < C,
+// cap_before (loaded before the fetch_add) must not exceed C: capacity_ only grows, its stores
+// are seq_cst and made under the lock, and a store after the closing follows it in the single
+// total order, which the ticket's fetch_add precedes (it was not closed).
+ConcurrentCore::size_type ConcurrentCore::claim_one_slow(size_type element_size,
+                                                         std::uint64_t ticket,
+                                                         size_type cap_before) {
+  ClaimCounts& counts = claim_counts();
+  ++counts.single;
+  if ((ticket & kClosed) != 0) {  // claimed while closed: undone at once
+    ++counts.refused;
+    const auto i = static_cast<size_type>(ticket & ~kClosed);
+    try {
+      throw_closed(element_size, i);
+    } catch (...) {
+      leave_closed();  // after reading why: the claims may close again once it has left
+      throw;
+    }
+  }
+  const auto i = static_cast<size_type>(ticket);
+  if (i < cap_before) {  // in the headroom: kept; commit the next step before it is needed
+    commit_ahead(element_size, cap_before);
+    return i;
+  }
+  ++counts.past_capacity;
+  // Kept once capacity_ covers it; undone if the claims are closed while it is past capacity_
+  // (then its own closing has not reopened, as it has not left). claimed_ is loaded before
+  // capacity_, so that a closing seen is not newer than the capacity compared with.
+  std::uint64_t word = claimed_.load(std::memory_order_seq_cst);
+  if (i < capacity_.load(std::memory_order_seq_cst)) return i;
+  if ((word & kClosed) == 0) {
+    const CommitLock lock(commit_lock_);  // asleep while another thread commits
+    word = claimed_.load(std::memory_order_seq_cst);
+    const size_type cap = capacity_.load(std::memory_order_seq_cst);
+    if (i < cap) return i;
+    if ((word & kClosed) == 0) {
+      // Open and past capacity: commit for every one-slot claim handed out (up to max_size()),
+      // or close the claims if that is refused or this slot is past max_size().
+      const size_type want = static_cast<size_type>((std::min)(
+          static_cast<std::uint64_t>(max_size_), (std::max)(std::uint64_t{i} + 1, word)));
+      unsigned char reason = kClosedFull;
+      std::error_code error;
+      if (want > cap) {
+        try {
+          commit_locked(element_size, want);
+        } catch (const OsAllocationError& e) {
+          reason = kClosedRefused;
+          error = e.code();
+        } catch (...) {  // std::bad_alloc from a message: refused too
+          reason = kClosedRefused;
+          error = std::make_error_code(std::errc::not_enough_memory);
+        }
+      }
+      if (i < capacity_.load(std::memory_order_seq_cst)) return i;
+      close_claims(reason, error);
+    }
+  }
+  ++counts.refused;
+  try {
+    throw_closed(element_size, i);
+  } catch (...) {
+    leave_closed();
+    throw;
+  }
+}
+
+void ConcurrentCore::close_claims(unsigned char reason, std::error_code error) noexcept {
+  closed_reason_.store(reason, std::memory_order_relaxed);
+  closed_error_value_.store(error.value(), std::memory_order_relaxed);
+  closed_error_category_.store(&error.category(), std::memory_order_relaxed);
+  closed_at_.store(capacity_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  // The fields above reach every claim that sees kClosed through claimed_'s release sequence.
+  claimed_.fetch_or(kClosed, std::memory_order_seq_cst);
+}
+
+void ConcurrentCore::leave_closed() noexcept {
+  const std::uint64_t reopen = closed_at_.load(std::memory_order_relaxed);
+  std::uint64_t word = claimed_.fetch_sub(1, std::memory_order_seq_cst) - 1;
+  // The last undone claim to leave reopens. A failed exchange means another claim came (it is
+  // undone, and will leave and check in turn).
+  if (word == (kClosed | reopen))
+    (void)claimed_.compare_exchange_strong(word, reopen, std::memory_order_seq_cst);
+}
+
+void ConcurrentCore::throw_closed(size_type element_size, size_type i) const {
+  if (closed_reason_.load(std::memory_order_relaxed) != kClosedRefused) throw_full();
+  const std::error_category* const category =
+      closed_error_category_.load(std::memory_order_relaxed);
+  const std::error_code error(closed_error_value_.load(std::memory_order_relaxed),
+                              category != nullptr ? *category : std::generic_category());
+  throw OsAllocationError("commit", element_size,
+                          static_cast<const std::byte*>(data()) + i * element_size, error,
+                          "the commit this ConcurrentDynArray needed for the slot was refused; "
+                          "nothing was appended");
+}
+
+void ConcurrentCore::commit_ahead(size_type element_size, size_type cap_before) noexcept {
+  if (capacity_.load(std::memory_order_relaxed) != cap_before ||
+      commit_lock_.load(std::memory_order_relaxed) != 0 || cap_before >= max_size_ ||
+      ahead_refused_at_.load(std::memory_order_relaxed) == cap_before)
+    return;  // committed since, being committed, nothing left, or refused at this capacity
+  const CommitLock lock(commit_lock_, CommitLock::TryOnly{});
+  if (!lock.owned()) return;  // another thread is committing: it never waits for it
+  ++claim_counts().commits_ahead;
+  if (capacity_.load(std::memory_order_relaxed) != cap_before ||
+      (claimed_.load(std::memory_order_seq_cst) & kClosed) != 0)
+    return;
+  try {
+    commit_locked(element_size, cap_before + 1);  // the arenas commit a whole step
+  } catch (...) {  // refused: the claim that needs it will meet the refusal itself
+    ahead_refused_at_.store(cap_before, std::memory_order_relaxed);
   }
 }
 
@@ -177,9 +388,16 @@ void ConcurrentCore::commit_slots(size_type element_size, size_type i, size_type
   const size_type cap = capacity_.load(std::memory_order_relaxed);
   if (i <= cap && n <= cap - i) return;  // another thread did it
   if (i > max_size_ || n > max_size_ - i) throw_full();
+  const std::uint64_t word = claimed_.load(std::memory_order_seq_cst);
+  if ((word & kClosed) != 0) throw_closed(element_size, i);  // nothing commits while closed
+  commit_locked(element_size, i + n);
+}
+
+void ConcurrentCore::commit_locked(size_type element_size, size_type end) {
   // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
   // from fresh or decommitted memory, so they read as zero (not ready).
-  data_arena_.commit(data_offset_ + (i + n) * element_size);  // strong guarantee on failure
+  if (end > max_size_) throw_full();
+  data_arena_.commit(data_offset_ + end * element_size);  // strong guarantee on failure
   const size_type data_cap =
       (std::min)((data_arena_.committed() - data_offset_) / element_size, max_size_);
   // The marks are written only when blocks finish out of order, so while one thread appends
@@ -193,7 +411,7 @@ void ConcurrentCore::commit_slots(size_type element_size, size_type i, size_type
   const size_type flags = (std::min)(ready_arena_.committed(), max_size_);
   // No thread reads a mark at or above the old capacity before the release store below
   // publishes it.
-  capacity_.store((std::min)(data_cap, flags), std::memory_order_release);
+  capacity_.store((std::min)(data_cap, flags), std::memory_order_seq_cst);
 }
 
 ConcurrentCore::size_type ConcurrentCore::advance_published(size_type p) const noexcept {

@@ -44,6 +44,8 @@ struct ArenaOptions {
   //     first touches of 2 MiB pages, one 2 MiB page per fault; below it a step is populated
   //     as prefault says, but no more than half of itself beyond the bytes asked for (so at
   //     most 1.5x the bytes in use are resident), and at most kPopulatedStepLimit at a time.
+  //     Huge pages count from kDoublingStepLimit up (below it both policies take the same
+  //     steps, and the machine's huge-page setting is not read until an arena gets there).
   //   - bounded (prefault on and no huge pages, or a memory limit in force with
   //     respect_memory_limit): doubling up to kDoublingStepLimit, then at least that and at least
   //     committed()/8, never more than kPopulatedStepLimit: every step is populated (and charged
@@ -195,8 +197,9 @@ class Arena {
   friend void swap(Arena& a, Arena& b) noexcept;
 
  private:
-  // What the growth policy (detail::plan_step) is told of this arena now.
-  detail::GrowthState growth_state() const noexcept;
+  // What the growth policy (detail::plan_step) is told of this arena now, for a commit past
+  // `bytes` (0: the next step).
+  detail::GrowthState growth_state(std::size_t bytes = 0) const noexcept;
   // Commits [committed_, step.target), populates step.populated of it; committed_ = step.target.
   std::error_code take_step(const detail::PlannedStep& step) noexcept;
   // Commits so that committed_ >= bytes. bytes <= reserved_ is the caller's check.

@@ -6,14 +6,14 @@
 //
 // Two ways to append:
 //   - Through the array: push_back/emplace_back/append_range/emplace_back_with/try_emplace_back,
-//     from any number of threads. Each call claims its slots (one slot, or a block of consecutive
-//     slots for append_range) with one compare-and-swap on a shared counter (with plain stores
-//     while one thread appends alone: solo mode, below), constructs the elements in place and
-//     publishes them with plain stores before it returns. Simple, and the new element's index is
-//     known at once. Threads that do nothing else contend on that counter's cache line: a thread
-//     that loses the compare-and-swap backs off for a microsecond or more, so that the winner
-//     appends a run of elements with the line in its own cache instead of the two trading it for
-//     every element.
+//     from any number of threads. Each call claims its slots on a shared counter (with plain
+//     stores while one thread appends alone: solo mode, below), constructs the elements in place
+//     and publishes them with plain stores before it returns. Simple, and the new element's index
+//     is known at once. One slot is claimed with one fetch_add, which never fails however many
+//     threads claim at once (no retry); the capacity is checked after it, and a claim that finds
+//     no committed slot commits or waits for the commit (below). A block of consecutive slots
+//     (append_range) is claimed with one compare-and-swap, checked against the capacity first; a
+//     thread that loses it backs off for a microsecond or more before trying again.
 //   - Through a Writer, one per thread (`auto w = arr.writer(); w.push_back(x);`): the writer
 //     gathers elements in its own buffer without touching memory that other threads use, and
 //     appends them as one block of consecutive indices, claimed with one atomic operation, when
@@ -47,7 +47,8 @@
 //     it and claims nothing, so no hole appears and every published element stays intact.
 //     append_range is all-or-nothing; a Writer's flush appends as many of its buffered elements
 //     as fit, oldest first, keeps the rest and then throws std::length_error (on
-//     OsAllocationError or std::system_error it keeps them all).
+//     OsAllocationError or std::system_error it keeps them all). A Writer destroyed with elements
+//     its final flush cannot append never loses them silently: see ~Writer and dropped().
 //   - A throwing constructor claims nothing: a constructor that cannot throw runs in the claimed
 //     slot; one that may throw runs before the claim, on a value built aside (on the stack, or on
 //     the heap past kMaxStackValueBytes; for append_range, a block built aside) that is then moved
@@ -73,17 +74,29 @@
 //     such barrier is available (Windows, macOS, FreeBSD, the posix-generic build) every append
 //     takes the shared path from the start. A thread started after the owner ended may be taken for
 //     the owner (same thread-local address), which is harmless: the owner is gone.
+//   - Commits: an append that needs more memory committed while another thread commits for the
+//     same array waits for that commit (one OS call), asleep in the OS rather than spinning, so a
+//     committer that lost its CPU to the waiter gets it back. A child forked while a thread of
+//     its parent was committing does not wait for that thread (it does not exist in the child):
+//     it takes the commit over and makes it again. Elements the parent's threads were appending
+//     at the fork stay unpublished in the child, so size() may not reach the child's own appends;
+//     an append in the child never waits for them. Where the OS has no fork handlers (or
+//     registering one failed: no memory), a child forked during a commit waits as a thread would.
 // Memory: the elements plus one ready byte per element, committed as the elements are; the ready
 // bytes' pages stay untouched until a block first finishes out of order (never while one thread
 // appends alone, unless it appends from inside one of its own constructions), after which each
 // new commit of them is prefaulted.
 // Cost: in solo mode, an append is a few plain loads and stores around the construction. Once
-// shared, an append claims with one CAS and, when its block is next, publishes it with a plain
-// store; one that finishes before its predecessor marks its block ready with one byte per
-// power-of-two chunk of it (at most 64) for size() to find. Appends through the array share the
-// claim counter's cache line once per call (a lost claim backs off: see above); a Writer
-// touches shared lines once per buffer. size() is two loads and a byte load when nothing
-// finished out of order since the last call, otherwise one byte load per ready chunk it passes.
+// shared, a one-slot append claims with one fetch_add, a block with one CAS; either, when it is
+// next, publishes with a plain store of published_, otherwise it marks itself ready with one byte
+// per power-of-two chunk of it (at most 64) for size() to find. Appends through the array share the
+// claim counter's cache line once per call; a Writer touches shared lines once per buffer. A
+// refused commit or a one-slot claim past max_size() closes the claims for a moment: the one-slot
+// claims at or past the committed capacity are undone (each throws what the refusal was) and the
+// counter goes back to the capacity once the last of them has returned, so no slot below a filled
+// one stays empty; a claim made meanwhile throws the same error and adds nothing. size() is two
+// loads and a byte load when nothing finished out of order since the last call, otherwise one byte
+// load per ready chunk it passes.
 #pragma once
 
 #include <algorithm>
@@ -272,6 +285,9 @@ class ConcurrentDynArray {
   size_type max_size() const noexcept { return core_.max_size(); }
   // Elements that fit in committed memory.
   size_type capacity() const noexcept { return core_.capacity(); }
+  // Elements this array's Writers destroyed at their end because their last flush could not
+  // append them (full, or memory or the barrier refused). 0 unless elements were lost.
+  size_type dropped() const noexcept { return core_.dropped(); }
 
   // i < size() (checked in debug builds by at()).
   const T& operator[](size_type i) const noexcept { return data()[i]; }
@@ -285,6 +301,13 @@ class ConcurrentDynArray {
   }
   // The published prefix as it is now; later appends do not invalidate it.
   std::span<const T> published() const noexcept { return {data(), size()}; }
+  // The array as a range over its published prefix (range-for, std::ranges algorithms): begin()
+  // is data(); end() is data() + size() at the moment it is called, so a loop or an algorithm
+  // that takes end() once walks the prefix published then, a snapshot that later appends never
+  // invalidate (nothing moves). Each call of end() may see a longer prefix: for a begin, end and
+  // size that agree with each other, take published() once.
+  const T* begin() const noexcept { return data(); }
+  const T* end() const noexcept { return data() + size(); }
   const T* data() const noexcept { return static_cast<const T*>(core_.data()); }
 
   // Appends for one thread at a time, gathered in a buffer and appended as blocks (see the
@@ -298,19 +321,29 @@ class ConcurrentDynArray {
         : array_(other.array_),
           buffer_(std::exchange(other.buffer_, {})),
           head_(std::exchange(other.head_, 0)),
-          block_(std::exchange(other.block_, 0)) {}
+          block_(std::exchange(other.block_, 0)),
+          reported_(std::exchange(other.reported_, false)) {}
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
     Writer& operator=(Writer&&) = delete;
 
-    // Flushes. A destructor cannot report errors: buffered elements that do not fit (or that the
-    // OS refuses memory or the barrier for) are destroyed unseen. Call flush() first to learn of
-    // it.
+    // Flushes. Buffered elements that the flush cannot append (the array is full, or the OS
+    // refuses memory or the barrier) are destroyed: never silently. Each one is counted in the
+    // array's dropped(), and where no flush() had thrown for them (the program was never told),
+    // a library built without NDEBUG prints what was dropped to stderr and aborts; a release
+    // library only counts them. Call flush() before a writer's end and handle what it throws
+    // (take_buffered() hands back what did not fit) to decide instead.
     ~Writer() {
+      if (buffered() == 0) return;
+      const bool reported = reported_;
       try {
         flush();
+        return;
       } catch (...) {  // std::length_error, OsAllocationError or std::system_error: see above
       }
+      const size_type lost = buffered();
+      array_->core_.count_dropped(lost);
+      if (!reported) detail::writer_dropped_unreported(lost, array_->max_size());
     }
 
     // Adds an element to the buffer, flushing it first if it is full; the element has no index
@@ -339,17 +372,25 @@ class ConcurrentDynArray {
       const size_type pending = buffer_.size() - head_;
       if (pending == 0) return array_->max_size();
       size_type count = 0;
-      const size_type first = array_->claim(pending, true, &count);  // throws: none taken
+      size_type first = 0;
+      try {
+        first = array_->claim(pending, true, &count);  // throws: none taken
+      } catch (...) {
+        reported_ = true;  // the program was told about the buffered elements
+        throw;
+      }
       std::uninitialized_move_n(buffer_.begin() + static_cast<std::ptrdiff_t>(head_), count,
                                 array_->slots() + first);  // nothrow
       array_->core_.publish(first, count);
       if (count == pending) {
         buffer_.clear();
         head_ = 0;
+        reported_ = false;
         return first;
       }
       // The rest stays buffered after the moved-from ones (no assignment: T need not have one).
       head_ += count;
+      reported_ = true;
       throw std::length_error(
           "reservoir::ConcurrentDynArray::Writer: the array is full at "
           "max_size() " +
@@ -360,6 +401,21 @@ class ConcurrentDynArray {
 
     // Elements appended to this writer and not yet flushed.
     size_type buffered() const noexcept { return buffer_.size() - head_; }
+
+    // Hands the buffered elements back, oldest first, and leaves the writer empty and usable:
+    // for the elements a flush() could not append (the array is full). Throws std::bad_alloc
+    // (nothing taken) if the returned vector cannot be allocated.
+    std::vector<T> take_buffered() {
+      std::vector<T> out;
+      out.reserve(buffered());
+      for (auto it = buffer_.begin() + static_cast<std::ptrdiff_t>(head_); it != buffer_.end();
+           ++it)
+        out.push_back(std::move(*it));  // nothrow: reserved, T nothrow move constructible
+      buffer_.clear();
+      head_ = 0;
+      reported_ = false;
+      return out;
+    }
 
    private:
     friend class ConcurrentDynArray;
@@ -383,7 +439,8 @@ class ConcurrentDynArray {
     ConcurrentDynArray* array_;
     std::vector<T> buffer_;  // [head_, size()) buffered; before head_: moved into the array
     size_type head_ = 0;
-    size_type block_ = 0;  // flush when the buffer holds this many
+    size_type block_ = 0;    // flush when the buffer holds this many
+    bool reported_ = false;  // a flush threw since the buffer was last emptied
   };
 
   // A writer for the calling thread. Cheap: it allocates its buffer on its first append.
@@ -415,6 +472,9 @@ class ConcurrentDynArray {
 
   detail::ConcurrentCore core_;
 };
+static_assert(std::ranges::contiguous_range<const ConcurrentDynArray<int>> &&
+                  std::ranges::contiguous_range<ConcurrentDynArray<int>>,
+              "the published prefix is a contiguous range");
 static_assert(sizeof(void*) != 8 || sizeof(ConcurrentDynArray<int>) <= 256,
               "a ConcurrentDynArray is at most four cache lines");
 #if defined(_MSC_VER)

@@ -11,10 +11,41 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <system_error>
 
 #include <reservoir/arena.hpp>
+#include <reservoir/detail/spin.hpp>
 
 namespace reservoir::detail {
+
+// A Writer's destructor destroyed `count` buffered elements that no flush() had reported (the
+// array's max_size() is given for the message). A library built without NDEBUG prints that to
+// stderr and aborts; a release library returns (the loss is counted in dropped()).
+void writer_dropped_unreported(std::size_t count, std::size_t max_size) noexcept;
+// Whether writer_dropped_unreported aborts in this build of the library.
+bool writer_loss_aborts() noexcept;
+
+// What the calling thread's shared-mode claims did beyond their one atomic read-modify-write,
+// counted on those slow paths only (the fast paths count nothing): for tests and the bench.
+struct ClaimCounts {
+  std::uint64_t single = 0;         // one-slot claims that left the fast path (for the next)
+  std::uint64_t failed_cas = 0;     // block claims' lost compare-and-swaps (each one a retry)
+  std::uint64_t commits_ahead = 0;  // one-slot claims that committed the next step ahead
+  std::uint64_t past_capacity = 0;  // one-slot claims that had to wait for or make a commit
+  std::uint64_t refused = 0;        // one-slot claims undone by a refused commit or a full array
+};
+ClaimCounts& claim_counts() noexcept;  // the calling thread's
+
+// The calling thread's last one-slot claim, for pacing (see ConcurrentCore::claim_one).
+struct PaceState {
+  const void* core = nullptr;  // the array it was claimed in
+  std::uint64_t last = 0;      // its ticket
+  bool pause = false;          // another thread cut into this one's run: pause before the next
+};
+inline PaceState& pace_state() noexcept {
+  static thread_local PaceState state;  // constant-initialized: no guard, no call
+  return state;
+}
 
 // Atomic access to a plain byte (ConcurrentDynArray's ready marks): loads acquire, stores release.
 #if defined(__cpp_lib_atomic_ref)
@@ -59,8 +90,9 @@ inline const void* thread_token() noexcept {
 // size() computes it and stores what it found back into published_, so the next call starts
 // further on. An append publishes with plain stores (no read-modify-write; claimed_ is the one
 // counter appenders contend on): it moves published_ past its block when the block is next, and
-// marks it ready otherwise. So no appender hands another the prefix or waits for one, and once
-// the appends in progress have returned, size() counts them all.
+// marks it ready otherwise. So no appender hands
+// another the prefix or waits for one, and once the appends in progress have returned, size()
+// counts them all.
 class ConcurrentCore {
  public:
   using size_type = std::size_t;
@@ -105,8 +137,12 @@ class ConcurrentCore {
   size_type claim(size_type element_size, size_type n = 1, bool partial = false,
                   size_type* claimed_count = nullptr) {
     const Section section(*this, Section::ForClaim{});
-    return section.solo() ? claim_solo(element_size, n, partial, claimed_count)
-                          : claim_shared(element_size, n, partial, claimed_count);
+    if (section.solo()) return claim_solo(element_size, n, partial, claimed_count);
+    if (n == 1) {
+      if (claimed_count != nullptr) *claimed_count = 1;
+      return claim_one(element_size);
+    }
+    return claim_shared(element_size, n, partial, claimed_count);
   }
   // The owner's whole append of one slot in solo mode, for an element whose construction runs
   // none of the user's code (a trivial copy: it cannot throw, append nor wait). Calls
@@ -158,6 +194,10 @@ class ConcurrentCore {
 
   [[noreturn]] void throw_full() const;
 
+  // Elements Writers destroyed unappended (see ConcurrentDynArray::dropped()).
+  size_type dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  void count_dropped(size_type n) noexcept { dropped_.fetch_add(n, std::memory_order_relaxed); }
+
  private:
   // ---- solo mode --------------------------------------------------------------------------------
   //
@@ -172,6 +212,7 @@ class ConcurrentCore {
   // Constructions are outside these sections, so nobody waits for one. A trivial copy's append
   // (append_solo) has no section: its claim is the announcement, and the owner waits instead.
   enum : unsigned char { kSolo, kRevoking, kShared };
+  enum : unsigned char { kClosedFull = 1, kClosedRefused = 2 };
 
   // One claim or one publish: solo or shared, decided when it starts.
   class Section {
@@ -281,14 +322,64 @@ class ConcurrentCore {
 
   // ---- shared mode ------------------------------------------------------------------------------
 
+  // One slot, shared mode: one fetch_add, which never fails, so threads that claim at once never
+  // retry (a lost compare-and-swap is a retry, and retries grow with the thread count). The
+  // capacity is checked after the claim, against a value loaded before it (the proof that such a
+  // claim is never undone is at claim_one_slow). Past capacity minus a headroom the claim takes
+  // the slow path, which commits ahead, waits for a commit or undoes the claim.
+  static constexpr std::uint64_t kClosed = std::uint64_t{1} << 63;
+  //
+  // Pacing: a thread whose claim lands a few slots after its previous one (another thread cut
+  // into its run) pauses kPacePauses CPU pauses before its next claim, so that the thread that
+  // cut in claims a run with the counter's line in its own cache instead of the two trading the
+  // line at every element. A bounded spin: it waits for no other thread.
+  static constexpr unsigned kPacePauses = 256;
+  static constexpr std::uint64_t kPaceGap = 32;
+  size_type claim_one(size_type element_size) {
+    PaceState& pace = pace_state();
+    if (pace.pause) {
+      pace.pause = false;
+      for (unsigned k = 0; k < kPacePauses; ++k)
+        cpu_pause();
+    }
+    const size_type cap = capacity_.load(std::memory_order_seq_cst);
+    const std::uint64_t ticket = claimed_.fetch_add(1, std::memory_order_seq_cst);
+    pace.pause = pace.core == this && ticket > pace.last + 1 && ticket - pace.last <= kPaceGap;
+    pace.core = this;
+    pace.last = ticket;
+    if (ticket < cap - (std::min)(cap >> kAheadShift, kAheadMost))
+      return static_cast<size_type>(ticket);
+    return claim_one_slow(element_size, ticket, cap);
+  }
+  // A claim among the last 1/2^kAheadShift of the committed slots (at most kAheadMost of them)
+  // commits the next step ahead, if no other thread is committing.
+  static constexpr unsigned kAheadShift = 4;
+  static constexpr size_type kAheadMost = 1024;
+  size_type claim_one_slow(size_type element_size, std::uint64_t ticket, size_type cap_before);
+  // Undoes a one-slot claim made while claims were closed or undone by a closing (a claim of a
+  // slot at or past closed_at_), reopening the claims when it is the last such claim left.
+  void leave_closed() noexcept;
+  // Closes the claims after a refused commit or a claim past max_size (under the commit lock):
+  // every one-slot claim at or past capacity_ is undone, and the counter goes back to capacity_
+  // once they all have left.
+  void close_claims(unsigned char reason, std::error_code error) noexcept;
+  // Throws what closed the claims (std::length_error or OsAllocationError) for slot i.
+  [[noreturn]] void throw_closed(size_type element_size, size_type i) const;
+  // Commits the next step ahead if no other thread is committing (never waits, never throws).
+  void commit_ahead(size_type element_size, size_type cap_before) noexcept;
+
   // Claims with one CAS (see claim()), committing more memory first if needed. A lost CAS means
   // another thread is appending right now: it backs off (spinning, from about a microsecond up
   // to about 25, then yielding the CPU), so that the winner goes on appending with the counter's
   // cache line in its own cache rather than the two trading the line for every element.
   size_type claim_shared(size_type element_size, size_type n, bool partial,
                          size_type* claimed_count);
-  // Commits memory for slots [i, i + n): once, whichever thread gets here first.
+  // Commits memory for slots [i, i + n): once, whichever thread gets here first. Throws what
+  // closed the claims if they are closed (nothing commits then: see claim_one_slow).
   void commit_slots(size_type element_size, size_type i, size_type n);
+  // Commits slots up to `end` (> capacity_, <= max_size_, else std::length_error): the commit
+  // lock is held, the claims are open.
+  void commit_locked(size_type element_size, size_type end);
 
   // Publishes [i, i + n) without a read-modify-write. When published_ is i (the block is next)
   // a release store moves it past the block: nobody else can move it from i, as other threads
@@ -351,20 +442,28 @@ class ConcurrentCore {
   Arena data_arena_;
   Arena ready_arena_;
   size_type max_size_ = 0;
-  unsigned char* ready_ = nullptr;            // one mark per slot, zero until set
-  std::atomic<const void*> owner_{nullptr};   // the thread that appended first (solo)
-  std::atomic<size_type> capacity_{0};        // slots backed by committed memory
-  std::atomic<unsigned char> mode_{kShared};  // kSolo from construction where barriers work
-  std::atomic<bool> out_of_order_{false};     // some block was marked ready
-  std::atomic<bool> commit_lock_{false};      // held by the thread committing slots
+  unsigned char* ready_ = nullptr;             // one mark per slot, zero until set
+  std::atomic<const void*> owner_{nullptr};    // the thread that appended first (solo)
+  std::atomic<size_type> capacity_{0};         // slots backed by committed memory
+  std::atomic<unsigned char> mode_{kShared};   // kSolo from construction where barriers work
+  std::atomic<bool> out_of_order_{false};      // some block was marked ready
+  std::atomic<std::uint16_t> commit_lock_{0};  // held by the thread committing slots
   std::uint32_t data_offset_ = 0;  // from data_arena_'s base to the first slot (alignment.hpp)
   size_type solo_end_ = 0;         // the claims solo mode made; set once, when it ends
   // The claims: solo mode's (the owner's plain stores) and the shared ones (a separate counter,
   // so that a claim stored after solo mode ended, see append_solo, cannot overwrite a shared
   // one). One line: in each mode only one of them is written.
-  alignas(64) std::atomic<size_type> claimed_{0};  // slots handed out once shared
-  std::atomic<size_type> solo_claimed_{0};         // slots handed out in solo mode
-  std::atomic<unsigned> solo_depth_{0};            // the owner's solo sections in progress
+  // claimed_ is the count of shared claims, with kClosed set while the claims are closed (see
+  // claim_one_slow). The rest of the line is written only when solo mode or the claims close.
+  alignas(64) std::atomic<std::uint64_t> claimed_{0};  // slots handed out once shared
+  std::atomic<size_type> solo_claimed_{0};             // slots handed out in solo mode
+  std::atomic<unsigned> solo_depth_{0};                // the owner's solo sections in progress
+  std::atomic<unsigned char> closed_reason_{0};        // kClosedFull or kClosedRefused
+  std::atomic<int> closed_error_value_{0};             // the refused commit's error
+  std::atomic<const std::error_category*> closed_error_category_{nullptr};
+  std::atomic<size_type> closed_at_{0};         // capacity_ when the claims closed
+  std::atomic<size_type> ahead_refused_at_{0};  // capacity_ when a commit ahead was refused
+  std::atomic<size_type> dropped_{0};           // written only when a Writer loses elements
   // A prefix that is constructed and visible (size() may find more); mutable: size() advances it.
   alignas(64) mutable std::atomic<size_type> published_{0};
 };

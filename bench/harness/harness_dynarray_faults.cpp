@@ -1,0 +1,19 @@
+// The harness's DynArray with population left to page faults: ArenaOptions::prefault off (every
+// commit step a permission change only, the pages backed by the appends' first touches),
+// push_back from empty on the default reservation. Held beside harness_dynarray (the default,
+// populate ahead) to compare the two population policies.
+#include <reservoir/reservoir.hpp>
+
+#include "harness.hpp"
+
+int main(int argc, char** argv) {
+  return harness::run(argc, argv, [](std::uint64_t n) -> std::uint64_t {
+    reservoir::ArenaOptions options;
+    options.prefault = false;
+    reservoir::DynArray<int> a(
+        reservoir::max_elements(reservoir::DynArray<int>::default_max_size()), options);
+    for (std::uint64_t i = 0; i < n; ++i)
+      a.push_back(static_cast<int>(i));
+    return a.size() + static_cast<std::uint64_t>(a.back());
+  });
+}
