@@ -281,11 +281,12 @@ constexpr std::int64_t kMachineReadingAge = 100'000'000;  // 100 ms
 constexpr std::int64_t kAgedStep = std::int64_t{1} << 20;
 
 // Kept free for the kernel and every other process by steps larger than kPopulatedStepLimit: 1/32
-// of the RAM, at least 64 MiB and at most 256 MiB. No more: where MemAvailable leaves out memory
-// the kernel would reclaim (a file system's own cache, as ZFS's), a margin of a large machine's
-// RAM would refuse arrays that std::vector grows.
+// of the RAM, at least 64 MiB (all that smaller steps keep free) and at most 256 MiB. No more:
+// where MemAvailable leaves out memory the kernel would reclaim (a file system's own cache, as
+// ZFS's), a margin of a large machine's RAM would refuse arrays that std::vector grows.
+constexpr std::size_t kLeastMachineMargin = std::size_t{64} << 20;
 std::size_t machine_margin(std::size_t total) noexcept {
-  return std::clamp(total / 32, std::size_t{64} << 20, std::size_t{256} << 20);
+  return std::clamp(total / 32, kLeastMachineMargin, std::size_t{256} << 20);
 }
 
 void note_machine(const pal::MachineMemory& m) noexcept {
@@ -352,12 +353,12 @@ bool machine_take(std::int64_t n) noexcept {
   g_machine_refresh_below.store(fresh / 2, std::memory_order_relaxed);
   if (n > fresh) {
     g_machine_headroom.store(fresh);
-    // A small step is refused only where less than the step itself is available (MemAvailable
-    // already leaves out the kernel's reserve): the margin is for large steps, and would stop
-    // every array where MemAvailable undercounts while std::vector still grows. Each such step
-    // reads the machine afresh (the headroom stays below the threshold).
+    // A small step keeps only the least margin free (MemAvailable already leaves out the
+    // kernel's reserve): the full margin is for large steps, and would stop every array where
+    // MemAvailable undercounts while std::vector still grows. Each such step reads the machine
+    // afresh (the headroom stays below the threshold).
     return n <= static_cast<std::int64_t>(kPopulatedStepLimit) &&
-           static_cast<std::size_t>(n) <= can;
+           static_cast<std::size_t>(n) + kLeastMachineMargin <= can;
   }
   g_machine_headroom.store(fresh - n);
   return true;
@@ -394,7 +395,8 @@ std::string machine_memory_advice() {
          format_bytes(m.available) + " available) and " + format_bytes(m.swap_total) +
          " of swap (" + format_bytes(m.swap_free) + " free), " +
          format_bytes(machine_margin(m.total)) + " of it kept free from steps larger than " +
-         format_bytes(kPopulatedStepLimit) +
+         format_bytes(kPopulatedStepLimit) + " (" + format_bytes(kLeastMachineMargin) +
+         " from smaller ones)" +
          "; use less, add swap, or turn the check off (ArenaOptions::respect_memory_limit)";
 }
 
