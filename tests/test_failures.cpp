@@ -364,6 +364,152 @@ RESERVOIR_CHILD("failures.limit_unreadable.cgroup_injected") {
 }
 #endif
 
+// ---- memory given back while the readings fail
+// ---------------------------------------------------
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+// Fills a default array with `bytes` of ints and destroys it, `rounds` times; the round refused
+// (printed), or -1 if none was.
+int churn(std::size_t bytes, int rounds) {
+  const std::size_t n = bytes / sizeof(int);
+  for (int round = 0; round < rounds; ++round) {
+    try {
+      DynArray<int> a;
+      for (std::size_t i = 0; i < n; ++i)
+        a.push_back(static_cast<int>(i));
+      if (a[n - 1] != static_cast<int>(n - 1)) return round;
+    } catch (const OsAllocationError& e) {
+      std::printf("round %d refused: %s\n", round, e.what());
+      return round;
+    }
+  }
+  return -1;
+}
+
+// Stops every reading of the memory in use, the limit and the machine: no descriptor left
+// (`emfile`), or injected. False where descriptors cannot be exhausted here.
+bool stop_readings(bool emfile) {
+#if !defined(_WIN32)
+  if (emfile) return exhaust_descriptors();
+#else
+  if (emfile) return false;
+#endif
+  pal::testing::fail(pal::Op::stats, 0, 1'000'000'000, pal::testing::out_of_memory_error());
+  return true;
+}
+
+// A limit of the resident set + 200 MiB, read once; then the readings fail and 25 MiB arrays are
+// made and destroyed one at a time: what each gives back must come back (to the limit's headroom
+// and to the machine's), or a long-running process ends up refusing all growth.
+int churn_unreadable_limit(bool emfile) {
+  const std::size_t rss = pal::current_rss();
+  if (rss == 0) return kNotHere;
+  reservoir::set_memory_limit(rss + 200 * kMiB);
+  if (churn(25 * kMiB, 1) != -1) return 2;  // the limit and the machine read, as they stand
+  if (reservoir::memory_limit_headroom() == reservoir::kMemoryLimitOff) return 3;
+  if (!stop_readings(emfile)) return kNotHere;
+  const int refused = churn(25 * kMiB, 24);
+  return refused == -1 ? 0 : 10 + refused;
+}
+
+RESERVOIR_CHILD("failures.released_back.limit_injected") {
+  return churn_unreadable_limit(false);
+}
+#if defined(__linux__)
+RESERVOIR_CHILD("failures.released_back.limit_emfile") {
+  return churn_unreadable_limit(true);
+}
+#endif
+
+// The machine's headroom alone (no memory limit): a machine with 236 MiB to spare, read once;
+// then the readings fail and 25 MiB arrays come and go.
+RESERVOIR_CHILD("failures.released_back.machine") {
+  reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
+  pal::testing::set_machine_memory(std::size_t{1} << 30, 300 * kMiB);  // margin 64 MiB
+  if (churn(25 * kMiB, 1) != -1) return 2;
+  if (!stop_readings(false)) return kNotHere;
+  const int refused = churn(25 * kMiB, 24);
+  return refused == -1 ? 0 : 10 + refused;
+}
+
+// A step that takes its bytes from the machine's headroom and then fails (its commit call, or
+// the memory limit) gives them back. The readings fail throughout, so only what the headroom
+// counts decides: the machine has 146 MiB to spare after the first 4 MiB, the limit about 80.
+RESERVOIR_CHILD("failures.machine_refund") {
+  const std::size_t rss = pal::current_rss();
+  if (rss == 0) return kNotHere;
+  pal::testing::set_machine_memory(std::size_t{1} << 30, 214 * kMiB);  // margin 64 MiB
+  reservoir::set_memory_limit(rss + 96 * kMiB);
+  Arena a(std::size_t{1} << 30);
+  if (!a.try_commit(4 * kMiB)) return 2;  // both read
+  if (reservoir::memory_limit_headroom() == reservoir::kMemoryLimitOff) return 3;
+  if (!stop_readings(false)) return kNotHere;
+  // 1. Three commit calls refused by the OS, 40 MiB each.
+  pal::testing::fail(pal::Op::commit, 0, 3, pal::testing::out_of_memory_error());
+  for (int i = 0; i < 3; ++i)
+    if (a.try_commit(44 * kMiB)) return 4;
+  if (!a.try_commit(64 * kMiB)) return 5;  // 60 MiB: it fits both headrooms
+  if (a.reset()) return 6;
+  // 2. Two steps of 100 MiB the memory limit refuses (after the machine's check).
+  for (int i = 0; i < 2; ++i)
+    if (a.try_commit(100 * kMiB)) return 7;
+  if (!a.try_commit(64 * kMiB)) return 8;
+  return 0;
+}
+
+// ---- a small step on a machine short of its margin
+// -----------------------------------------------
+
+// A 24 GiB machine with `available` free (less than its margin): std::vector grows, and so must
+// a default array by small steps (each at most kPopulatedStepLimit) while the machine has the
+// step itself; a large step is still refused.
+int small_steps_below_margin(std::size_t available) {
+  reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
+  pal::testing::set_machine_memory(std::size_t{24} << 30, available);
+  std::vector<int> v;
+  if (!append_and_check(v, 1000)) return 2;
+  try {
+    DynArray<int> a;
+    a.push_back(1);
+    DynArray<int> b;
+    if (!append_and_check(b, (16 * kMiB) / sizeof(int))) return 3;
+  } catch (const OsAllocationError& e) {
+    std::printf("refused: %s\n", e.what());
+    return 4;
+  }
+  Arena big(std::size_t{1} << 30);
+  return big.try_commit(available + 64 * kMiB) ? 5 : 0;
+}
+
+RESERVOIR_CHILD("failures.small_step.above_margin") {
+  return small_steps_below_margin(700 * kMiB);  // a 256 MiB margin at most
+}
+RESERVOIR_CHILD("failures.small_step.below_margin") {
+  return small_steps_below_margin(200 * kMiB);
+}
+// Less available than a step: refused, nothing lost, the message from the reading, said once.
+RESERVOIR_CHILD("failures.small_step.nothing_left") {
+  reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
+  pal::testing::set_machine_memory(std::size_t{24} << 30, kMiB);
+  DynArray<int> a;
+  bool intact = false;
+  std::string what;
+  try {
+    while (a.size() < (16 * kMiB) / sizeof(int))
+      a.push_back(static_cast<int>(a.size()));
+  } catch (const OsAllocationError& e) {
+    what = e.what();
+  }
+  intact = test::first_wrong(
+               a.size(), [&](std::size_t i) { return a[i] == static_cast<int>(i); }) == a.size();
+  std::printf("%zu ints, %s\n", a.size(), what.c_str());
+  if (what.empty()) return 2;
+  if (!intact || a.size() == 0) return 3;
+  if (what.find("24 GiB of RAM") == std::string::npos) return 4;
+  return what.find("can back") == what.rfind("can back") ? 0 : 5;
+}
+
 // ---- a thread on a low stack
 // -----------------------------------------------------------------------
 
@@ -373,13 +519,24 @@ void* run_function(void* f) {
   return nullptr;
 }
 
-// Runs `body` on a thread whose stack is a 1 MiB mapping at 0x20000000 where that is free (a
-// hint: elsewhere if not); *stack gets where it went. False if the thread could not be made.
+// Runs `body` on a thread whose stack is a 1 MiB mapping at 0x20000000 (MAP_FIXED_NOREPLACE where
+// the OS has it, else a hint); *stack gets where it went, 0 if nothing could be mapped there (the
+// address is taken, or below where the OS maps anything, as macOS's 4 GiB zero page: body not
+// run). False if the thread could not be made.
 bool run_on_low_stack(std::function<void()> body, std::uintptr_t* stack) {
   constexpr std::size_t kStack = std::size_t{1} << 20;
+  int flags = MAP_PRIVATE | MAP_ANON;
+#if defined(MAP_FIXED_NOREPLACE)
+  flags |= MAP_FIXED_NOREPLACE;
+#endif
+  *stack = 0;
   void* p = ::mmap(reinterpret_cast<void*>(std::uintptr_t{0x20000000}), kStack,
-                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
-  if (p == MAP_FAILED) return false;
+                   PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (p == MAP_FAILED) return errno == EEXIST;
+  if (p != reinterpret_cast<void*>(std::uintptr_t{0x20000000})) {  // a hint the OS did not take
+    ::munmap(p, kStack);
+    return true;
+  }
   *stack = reinterpret_cast<std::uintptr_t>(p);
   pthread_attr_t attr;
   bool ok = ::pthread_attr_init(&attr) == 0;
@@ -397,13 +554,15 @@ bool run_on_low_stack(std::function<void()> body, std::uintptr_t* stack) {
 // ---- growth past the machine's RAM
 // ---------------------------------------------------------------
 
-// An element of 1 MiB, as the growth-past-RAM report appended.
+// An element of 1 MiB, as the growth-past-RAM report appended. Never a temporary on the stack
+// (a thread's stack may be 2 MiB in all, as MinGW's main thread's): made in static storage.
 using MiB = std::array<unsigned char, std::size_t{1} << 20>;
 
 // A machine of 512 MiB with 384 MiB available and no swap (the seam: this machine's RAM does not
 // matter), then growth toward 2 GiB: refused with OsAllocationError before the process's resident
 // set grew by what was available, every element intact. With `unreadable`, every reading of the
-// machine fails once 64 MiB are stored: the last figure must still stand.
+// machine fails once 64 MiB are stored: the last figure must still stand. The refusal describes the
+// machine as last read (512 MiB), and says once that the step is more than it can back.
 template <class T, class Make>
 int grow_past_small_machine(Make make, bool unreadable = false) {
   constexpr std::size_t kAvailable = std::size_t{384} << 20;
@@ -413,6 +572,7 @@ int grow_past_small_machine(Make make, bool unreadable = false) {
   DynArray<T> a;
   std::size_t n = 0;
   bool refused = false;
+  std::string what;
   try {
     for (; n * sizeof(T) < (std::size_t{2} << 30); ++n) {
       if (unreadable && n * sizeof(T) == (std::size_t{64} << 20)) {
@@ -422,6 +582,7 @@ int grow_past_small_machine(Make make, bool unreadable = false) {
     }
   } catch (const OsAllocationError& e) {
     refused = true;
+    what = e.what();
     std::printf("refused at %zu MiB: %s; ", (n * sizeof(T)) >> 20, e.what());
   }
   pal::testing::clear();
@@ -431,6 +592,8 @@ int grow_past_small_machine(Make make, bool unreadable = false) {
   if (a.size() != n) return 4;
   for (std::size_t i = 0; i < n; ++i)
     if (!(a[i] == make(i))) return 5;
+  if (what.find("512 MiB of RAM") == std::string::npos) return 7;
+  if (what.find("can back") != what.rfind("can back")) return 8;
   return grown < kAvailable ? 0 : 6;
 }
 
@@ -441,8 +604,8 @@ RESERVOIR_CHILD("failures.past_ram.unreadable") {
   return grow_past_small_machine<int>([](std::size_t i) { return static_cast<int>(i); }, true);
 }
 RESERVOIR_CHILD("failures.past_ram.mib") {
-  return grow_past_small_machine<MiB>([](std::size_t i) {
-    MiB e;
+  return grow_past_small_machine<MiB>([](std::size_t i) -> const MiB& {
+    static MiB e;
     e.fill(static_cast<unsigned char>(i));
     return e;
   });
@@ -539,6 +702,29 @@ TEST_SUITE("failures") {
 #endif
   }
 
+  TEST_CASE("once the readings fail, what arrays give back comes back to both headrooms") {
+    std::vector<const char*> names = {"failures.released_back.limit_injected",
+                                      "failures.released_back.machine", "failures.machine_refund"};
+#if defined(__linux__)
+    names.push_back("failures.released_back.limit_emfile");
+#endif
+    for (const std::string name : names) {
+      const test::ProcessResult r = test::run_child(name);
+      MESSAGE(name << ": " << r.output);
+      check_child(name, r);
+    }
+  }
+
+  TEST_CASE("a small step goes on where the machine has the step, short of its margin") {
+    for (const std::string name :
+         {"failures.small_step.above_margin", "failures.small_step.below_margin",
+          "failures.small_step.nothing_left"}) {
+      const test::ProcessResult r = test::run_child(name);
+      MESSAGE(name << ": " << r.output);
+      check_child(name, r);
+    }
+  }
+
 #if !defined(_WIN32)
   TEST_CASE("a thread on a low stack counts the whole address space, for itself and for others") {
     const std::size_t space = pal::address_space_size();
@@ -560,6 +746,11 @@ TEST_SUITE("failures") {
         },
         &stack));
     MESSAGE("the thread's stack was at " << reinterpret_cast<void*>(stack));
+    if (stack == 0) {
+      MESSAGE("skipped: nothing can be mapped at 0x20000000 in this process");
+      return;
+    }
+    REQUIRE(stack < (std::uintptr_t{1} << 32));  // a low stack, or the test would prove nothing
     CHECK(low_space == space);
     std::size_t next_max = 0;
     std::thread([&] { next_max = default_max(); }).join();

@@ -89,8 +89,8 @@ std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   std::byte* start = base_ + committed_;
   const std::size_t len = step.target - committed_;
   // 1. Charged, then committed (populate.hpp). Pages given back (trim, release) are not
-  //    credited: the next reading of the limit sees them, and until then the headroom errs on
-  //    the safe side.
+  //    credited while readings succeed: the next reading of the limit sees them, and until then
+  //    the headroom errs on the safe side (memory_released counts them for a failed reading).
   std::size_t charged = 0;
   if (std::error_code ec =
           detail::charge_and_commit(start, len, step.charge, step.must_back,
@@ -109,7 +109,7 @@ std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   //    undone.
   if (std::error_code ec = detail::populate(start, step.populated)) {
     (void)(open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
-    detail::memory_limit_refund(charged);
+    detail::memory_limit_refund(charged, has(kRespectMemoryLimit) ? step.must_back : 0);
     return ec;
   }
   detail::memory_limit_settle(charged);
@@ -127,7 +127,7 @@ void Arena::throw_growth_error(std::size_t bytes, std::error_code ec) const {
   if (ec == Refusal::memory_limit || ec == Refusal::machine_memory) {
     throw OsAllocationError("commit", len, base_ + committed_, ec,
                             ec == Refusal::memory_limit ? detail::memory_limit_advice()
-                                                        : detail::machine_memory_advice(len, len));
+                                                        : detail::machine_memory_advice());
   }
   throw OsAllocationError("commit", len, base_ + committed_, ec);
 }
@@ -227,6 +227,7 @@ std::error_code Arena::trim(std::size_t keep_bytes) noexcept {
               : pal::decommit(from, committed_ - target)) {
     return ec;  // the pages may still be accessible: keep counting them as committed
   }
+  detail::memory_released(committed_ - target);
   committed_ = target;
   return {};
 }

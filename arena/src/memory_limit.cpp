@@ -22,6 +22,10 @@ namespace {
 constexpr std::int64_t kUnknown = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max() / 2;
 
+// Bytes given back to the OS (memory_released), ever; a headroom kept past a failed reading
+// regains those released since the reading it is counted from.
+std::atomic<std::size_t> g_released{0};
+
 // headroom = limit - margin - usage at the last reading - bytes charged since, minus the bytes
 // that were in flight (charged, not yet populated) at the reading. Steps take from it with a
 // compare-and-swap that fails rather than go below the re-read threshold; readings are taken
@@ -33,6 +37,7 @@ struct LimitState {
   std::atomic<std::int64_t> refresh_below{0};  // read again once the headroom is below this
   std::atomic<std::int64_t> read_at_ns{0};     // when the last reading was taken
   std::atomic<std::int64_t> in_flight{0};      // charged bytes not yet populated
+  std::atomic<std::size_t> released_seen{0};   // g_released as of the headroom's figure
   std::mutex refresh;                          // one reading at a time
   std::mutex mutex;                            // guards last
   pal::MemoryLimit last;                       // the last reading that found a limit
@@ -75,7 +80,7 @@ std::int64_t clamp(std::size_t v) noexcept {
 // leaves (kUnlimited if no limit applies) before `own` bytes of the caller's are charged.
 // `previous` is the headroom the reading replaces (kUnknown if none): where the OS cannot tell
 // now (a failed read, as when the process has no file descriptor left), a limit known before
-// still stands, less what was charged since, never "no limit".
+// still stands, less what was charged since and plus what was released since, never "no limit".
 std::int64_t take_reading(LimitState& st, std::size_t setting, std::int64_t own,
                           std::int64_t previous) noexcept {
   // In flight is read before the usage: a step populated in between is counted twice (on the
@@ -89,7 +94,21 @@ std::int64_t take_reading(LimitState& st, std::size_t setting, std::int64_t own,
     limited = false;
   }
   st.read_at_ns.store(now_ns(), std::memory_order_relaxed);
-  if (m.unreadable && previous != kUnknown && previous < kUnlimited / 2) return previous;
+  if (m.unreadable && previous != kUnknown && previous < kUnlimited / 2) {
+    const std::size_t released = g_released.load();
+    const std::int64_t regained = clamp(released - st.released_seen.exchange(released));
+    std::size_t limit = setting;
+    if (setting == kMemoryLimitAuto) {
+      std::lock_guard lock(st.mutex);
+      limit = st.last.limit;
+    }
+    // Never more than the limit less the margin: the usage cannot go below nothing.
+    const std::int64_t most = clamp(limit > limit_margin(limit) ? limit - limit_margin(limit) : 0);
+    return std::min(previous + regained, std::max(most, previous));
+  }
+  // Counted after the reading: a release in between is in the reading or lost (the safe side),
+  // never counted twice.
+  st.released_seen.store(g_released.load());
   if (!limited) {
     st.refresh_below.store(0, std::memory_order_relaxed);
     return kUnlimited;
@@ -208,11 +227,20 @@ void memory_limit_settle(std::size_t charged) noexcept {
   if (charged) limit_state().in_flight.fetch_sub(clamp(charged));
 }
 
-void memory_limit_refund(std::size_t charged) noexcept {
+namespace {
+void machine_give_back(std::int64_t n) noexcept;  // below, with the machine's headroom
+}  // namespace
+
+void memory_limit_refund(std::size_t charged, std::size_t backed) noexcept {
+  if (backed != 0) machine_give_back(clamp(backed));
   if (charged == 0) return;
   LimitState& st = limit_state();
   give_back(st, clamp(charged));
   st.in_flight.fetch_sub(clamp(charged));
+}
+
+void memory_released(std::size_t bytes) noexcept {
+  g_released.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 std::string memory_limit_advice() {
@@ -245,12 +273,35 @@ std::atomic<std::size_t> g_check_from{0};
 std::atomic<std::int64_t> g_machine_headroom{kUnknown};
 std::atomic<std::int64_t> g_machine_refresh_below{0};
 std::atomic<std::int64_t> g_machine_read_at{0};
+std::atomic<std::size_t> g_machine_released_seen{0};  // g_released as of the headroom's figure
+// The last reading that succeeded (total 0: none yet), for the refusal's message. Guarded by the
+// memory limit's `mutex`.
+pal::MachineMemory g_machine_last;
 constexpr std::int64_t kMachineReadingAge = 100'000'000;  // 100 ms
 constexpr std::int64_t kAgedStep = std::int64_t{1} << 20;
 
-// Kept free for the kernel and every other process: 1/32 of the RAM, at least 64 MiB.
+// Kept free for the kernel and every other process by steps larger than kPopulatedStepLimit: 1/32
+// of the RAM, at least 64 MiB (all that smaller steps keep free) and at most 256 MiB. No more:
+// where MemAvailable leaves out memory the kernel would reclaim (a file system's own cache, as
+// ZFS's), a margin of a large machine's RAM would refuse arrays that std::vector grows.
+constexpr std::size_t kLeastMachineMargin = std::size_t{64} << 20;
 std::size_t machine_margin(std::size_t total) noexcept {
-  return std::max(total / 32, std::size_t{64} << 20);
+  return std::clamp(total / 32, kLeastMachineMargin, std::size_t{256} << 20);
+}
+
+void note_machine(const pal::MachineMemory& m) noexcept {
+  std::lock_guard lock(limit_state().mutex);
+  g_machine_last = m;
+}
+
+// Gives bytes taken for a step that was not backed back to the headroom. A reading taken in
+// between already counted them as free (the machine's headroom, unlike the limit's, counts no
+// bytes in flight): then they count twice until the next reading, by at most that one step.
+void machine_give_back(std::int64_t n) noexcept {
+  std::int64_t h = g_machine_headroom.load();
+  while (h != kUnknown && h < kUnlimited / 2 &&
+         !g_machine_headroom.compare_exchange_weak(h, h + n)) {
+  }
 }
 
 // Takes n > 0 bytes from the machine's headroom; false if they do not fit a fresh reading.
@@ -270,57 +321,83 @@ bool machine_take(std::int64_t n) noexcept {
   g_machine_read_at.store(now_ns(), std::memory_order_relaxed);
   if (!pal::machine_memory(&m)) {
     // A reading that fails where one succeeded before (no file descriptor left) keeps the last
-    // figure, less what was taken since; where none ever did, the OS does not tell.
-    const std::int64_t previous = g_machine_headroom.load();
+    // figure, less what was taken since and plus what was released since (never more than the
+    // RAM and swap less the margin); where none ever did, the OS does not tell.
+    std::int64_t previous = g_machine_headroom.load();
     if (previous == kUnknown || previous >= kUnlimited / 2) {
       g_machine_headroom.store(kUnlimited);
       return true;
     }
-    if (n > previous) return false;
+    const std::size_t released = g_released.load();
+    const std::int64_t regained = clamp(released - g_machine_released_seen.exchange(released));
+    std::size_t most = 0;
+    {
+      std::lock_guard last(limit_state().mutex);
+      most = g_machine_last.total + g_machine_last.swap_total;
+      const std::size_t margin = machine_margin(g_machine_last.total);
+      most = most > margin ? most - margin : 0;
+    }
+    previous = std::min(previous + regained, std::max(clamp(most), previous));
+    if (n > previous) {
+      g_machine_headroom.store(previous);
+      return false;
+    }
     g_machine_headroom.store(previous - n);
     return true;
   }
+  g_machine_released_seen.store(g_released.load());  // after the reading, as take_reading's
+  note_machine(m);
   const std::size_t can = m.available + m.swap_free;
   const std::size_t margin = machine_margin(m.total);
   const std::int64_t fresh = can > margin ? clamp(can - margin) : 0;
   g_machine_refresh_below.store(fresh / 2, std::memory_order_relaxed);
   if (n > fresh) {
     g_machine_headroom.store(fresh);
-    return false;
+    // A small step keeps only the least margin free (MemAvailable already leaves out the
+    // kernel's reserve): the full margin is for large steps, and would stop every array where
+    // MemAvailable undercounts while std::vector still grows. Each such step reads the machine
+    // afresh (the headroom stays below the threshold).
+    return n <= static_cast<std::int64_t>(kPopulatedStepLimit) &&
+           static_cast<std::size_t>(n) + kLeastMachineMargin <= can;
   }
   g_machine_headroom.store(fresh - n);
   return true;
 }
 }  // namespace
 
+// The check of the step against the RAM (large steps), then the take from the headroom: a step
+// the first refuses has taken nothing.
 bool machine_can_back(std::size_t committed, std::size_t populated, std::size_t backed) noexcept {
-  if (backed != 0 && !machine_take(clamp(backed))) return false;
   std::size_t from = g_check_from.load(std::memory_order_relaxed);
   if (from == 0) {
     pal::MachineMemory m;
     from = pal::machine_memory(&m) ? std::max<std::size_t>(m.total / 8, 1) : kMax;
     g_check_from.store(from, std::memory_order_relaxed);
   }
-  if (committed < from) return true;
-  pal::MachineMemory m;
-  if (!pal::machine_memory(&m)) return true;
-  // Under the heuristic overcommit (0) the kernel refuses a single allocation larger than RAM
-  // plus swap (std::vector's malloc meets exactly that); under strict overcommit (2) the commit
-  // call itself is refused. Populated bytes must fit in what is free now, in every mode.
-  if (m.overcommit == 0 && committed > m.total + m.swap_total) return false;
-  return populated <= m.available + m.swap_free;
+  if (pal::MachineMemory m; committed >= from && pal::machine_memory(&m)) {
+    note_machine(m);
+    // Under the heuristic overcommit (0) the kernel refuses a single allocation larger than RAM
+    // plus swap (std::vector's malloc meets exactly that); under strict overcommit (2) the commit
+    // call itself is refused. Populated bytes must fit in what is free now, in every mode.
+    if (m.overcommit == 0 && committed > m.total + m.swap_total) return false;
+    if (populated > m.available + m.swap_free) return false;
+  }
+  return backed == 0 || machine_take(clamp(backed));
 }
 
-std::string machine_memory_advice(std::size_t committed, std::size_t populated) {
+std::string machine_memory_advice() {
   pal::MachineMemory m;
-  (void)pal::machine_memory(&m);
-  return "The step (" + format_bytes(committed) + " committed, " + format_bytes(populated) +
-         " backed at once) is more than this machine can back: " + format_bytes(m.total) +
-         " of RAM (" + format_bytes(m.available) + " available) and " + format_bytes(m.swap_total) +
-         " of swap (" + format_bytes(m.swap_free) + " free), of which " +
-         format_bytes(machine_margin(m.total)) +
-         " are kept free; use less, add swap, or turn the check off "
-         "(ArenaOptions::respect_memory_limit)";
+  {
+    std::lock_guard lock(limit_state().mutex);
+    m = g_machine_last;
+  }
+  return "At the last reading the machine had " + format_bytes(m.total) + " of RAM (" +
+         format_bytes(m.available) + " available) and " + format_bytes(m.swap_total) +
+         " of swap (" + format_bytes(m.swap_free) + " free), " +
+         format_bytes(machine_margin(m.total)) + " of it kept free from steps larger than " +
+         format_bytes(kPopulatedStepLimit) + " (" + format_bytes(kLeastMachineMargin) +
+         " from smaller ones)" +
+         "; use less, add swap, or turn the check off (ArenaOptions::respect_memory_limit)";
 }
 
 std::error_code charge_step(std::size_t committed, std::size_t populated, std::size_t backed,
@@ -330,7 +407,10 @@ std::error_code charge_step(std::size_t committed, std::size_t populated, std::s
   if (read && !machine_can_back(committed, populated, backed)) {
     return make_error_code(Refusal::machine_memory);
   }
-  if (!memory_limit_charge(populated, read, charged)) return make_error_code(Refusal::memory_limit);
+  if (!memory_limit_charge(populated, read, charged)) {
+    if (read && backed != 0) machine_give_back(clamp(backed));  // what machine_can_back took
+    return make_error_code(Refusal::memory_limit);
+  }
   return {};
 }
 

@@ -27,13 +27,20 @@ inline constexpr std::size_t kUnreadCommitBytes = std::size_t{2} << 20;
 bool memory_limit_charge(std::size_t populated, bool read, std::size_t* charged) noexcept;
 // Both checks of a commit step of `committed` bytes, `populated` of them backed at once and
 // `backed` of them backed by the time the caller has written what it commits for:
-// machine_can_back(), then memory_limit_charge(); the Refusal if either says no.
+// machine_can_back(), then memory_limit_charge(); the Refusal if either says no (then nothing is
+// taken from either headroom).
 std::error_code charge_step(std::size_t committed, std::size_t populated, std::size_t backed,
                             std::size_t* charged) noexcept;
 // The charged bytes are backed now (or will be by the caller's next stores).
 void memory_limit_settle(std::size_t charged) noexcept;
-// The charged step was not committed: its bytes go back to the headroom.
-void memory_limit_refund(std::size_t charged) noexcept;
+// The charged step was not committed (or not backed): its `charged` bytes go back to the
+// limit's headroom and its `backed` bytes (what charge_step checked against the machine, 0 if it
+// was not called) to the machine's.
+void memory_limit_refund(std::size_t charged, std::size_t backed) noexcept;
+// `bytes` that were committed (and charged, or counted in a reading) went back to the OS:
+// decommitted, or their mapping released. A headroom that a failed reading keeps (the OS will not
+// tell now) regains them; a successful reading sees them itself.
+void memory_released(std::size_t bytes) noexcept;
 // True if commit steps are checked against a limit: one set by set_memory_limit(), or a cgroup's
 // as of the latest reading (taken now if there is none yet and a step committing up to `most`
 // bytes would take the process past kUnreadCommitBytes; false without a reading before that).
@@ -44,10 +51,14 @@ std::string memory_limit_advice();
 // True unless a commit of `committed` bytes, `populated` of them backed at once, is more than
 // the machine can back (checked for steps of at least an eighth of its RAM), or its `backed`
 // bytes (what the caller will write) do not fit what the machine has left, less a margin
-// (every step past kUnreadCommitBytes: the machine's headroom, re-read as it runs low).
+// (every step past kUnreadCommitBytes: the machine's headroom, re-read as it runs low). A step of
+// at most kPopulatedStepLimit is refused only where a fresh reading finds less than the step
+// itself available. On true the `backed` bytes are taken from the machine's headroom; on false
+// nothing.
 bool machine_can_back(std::size_t committed, std::size_t populated, std::size_t backed) noexcept;
-// The sentence for a step machine_can_back() refused.
-std::string machine_memory_advice(std::size_t committed, std::size_t populated);
+// The sentence for a step machine_can_back() refused: the machine as of the last reading that
+// succeeded.
+std::string machine_memory_advice();
 // fork(): the memory-limit locks held across it (prepare) and released (after, both sides).
 void memory_limit_lock_for_fork() noexcept;
 void memory_limit_unlock_after_fork() noexcept;

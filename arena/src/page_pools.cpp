@@ -31,6 +31,7 @@
 
 #include "address_space.hpp"
 #include "bits.hpp"
+#include "memory_limit.hpp"
 #include "pool_chunks.hpp"
 #include "pool_state.hpp"
 
@@ -50,6 +51,7 @@ std::size_t decommit_beyond(std::byte* base, std::size_t keep, std::size_t commi
            : pal::decommit(from, len)) {
     return committed;
   }
+  memory_released(len);
   unpoison(from, len);  // fresh pages for the next owner
   return keep;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "address_space.hpp"
+#include "memory_limit.hpp"
 
 namespace reservoir::detail {
 namespace {
@@ -117,6 +118,7 @@ void adopt_parked(const Parked& p) noexcept {
     l.unclaim(p.committed);  // no memory for the list's own bookkeeping: release instead
     count_parked(p.mapping_size, false);
     release_mapping(p.mapping, p.mapping_size);
+    memory_released(p.committed);
   }
 }
 
@@ -132,6 +134,7 @@ void drop_parked(const Parked& p) noexcept {
   list().unclaim(p.committed);
   count_parked(p.mapping_size, false);
   release_mapping(p.mapping, p.mapping_size);
+  memory_released(p.committed);
 }
 
 std::size_t parked_count() noexcept {

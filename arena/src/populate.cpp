@@ -17,7 +17,7 @@ std::error_code charge_and_commit(std::byte* start, std::size_t len, std::size_t
       check_limit ? charge_step(len, charge, must_back, charged) : std::error_code{};
   if (ec) return ec;
   if (!open && (ec = pal::commit(start, len))) {
-    memory_limit_refund(*charged);
+    memory_limit_refund(*charged, check_limit ? must_back : 0);
     *charged = 0;
   }
   return ec;

@@ -10,9 +10,9 @@ namespace reservoir::detail {
 // Commits [start, start+len) (unless `open`: the range is read-write already), after charging
 // `charge` bytes of it against the memory limit, and checking that the machine can back
 // `must_back` of it, when `check_limit` says so. On
-// success *charged is what was taken, to be settled once the pages are populated (or refunded if
-// the caller gives up); on failure nothing is charged or committed and the Refusal or OS error is
-// returned.
+// success *charged is what was taken, to be settled once the pages are populated (or refunded,
+// with `must_back` if `check_limit`, if the caller gives up); on failure nothing is charged (of
+// the limit or the machine) or committed and the Refusal or OS error is returned.
 std::error_code charge_and_commit(std::byte* start, std::size_t len, std::size_t charge,
                                   std::size_t must_back, bool check_limit, bool open,
                                   std::size_t* charged) noexcept;

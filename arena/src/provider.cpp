@@ -91,7 +91,11 @@ bool park_mapping(const Reservation& r) noexcept {
   if (!o.reuse_reservation || keep_limit > kCacheMaxCommitted) return false;
   const std::size_t keep = std::min(r.committed, keep_limit);
   if (r.committed > keep && pal::decommit(r.base + keep, r.committed - keep)) return false;
-  return park(my_cache(false), Parked{r.mapping, r.mapping_size, r.base, r.reserved, keep, o});
+  // What went back is counted once parked; if not parked, the caller counts all of it.
+  if (!park(my_cache(false), Parked{r.mapping, r.mapping_size, r.base, r.reserved, keep, o}))
+    return false;
+  memory_released(r.committed - keep);
+  return true;
 }
 
 }  // namespace
@@ -161,7 +165,10 @@ void release(const Reservation& r) noexcept {
       return_slot(r.base, r.reserved, r.committed, r.open, my_cache(false));
       return;
     case Source::mapping:
-      if (!park_mapping(r)) release_mapping(r.mapping, r.mapping_size);
+      if (!park_mapping(r)) {
+        release_mapping(r.mapping, r.mapping_size);
+        memory_released(r.committed);
+      }
       return;
   }
 }

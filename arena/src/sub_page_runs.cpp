@@ -106,7 +106,7 @@ bool add_run(PoolState& p, SubClass& sc, std::size_t stride, bool charge) noexce
     return false;
   }
   if (populate(base, bytes)) {
-    memory_limit_refund(charged);
+    memory_limit_refund(charged, charge ? bytes : 0);
     release_mapping(mapping, bytes);
     return false;
   }
@@ -145,6 +145,7 @@ std::size_t release_idle_runs(PoolState& p, SubClass& sc, std::size_t stride,
     released += r.bytes;
     unpoison(r.base, r.bytes);  // the next mapping here starts clean
     release_mapping(r.base, r.bytes);
+    memory_released(r.bytes);
   }
   sc.runs.erase(std::remove_if(sc.runs.begin(), sc.runs.end(), idle), sc.runs.end());
   return released;

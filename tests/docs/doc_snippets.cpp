@@ -6,6 +6,10 @@
 //   (none)                          a whole translation unit, compiled as it is
 //   <!-- snippet: main -->          statements: wrapped in `int main() { ... }` after the prelude
 //   <!-- snippet: declarations -->  namespace-scope code: compiled after the prelude
+//   <!-- snippet: pmr -->           statements as main's, using std::pmr and ArenaResource:
+//   compiled
+//                                   where the library has them (RESERVOIR_HAS_ARENA_RESOURCE),
+//                                   an empty main elsewhere (libc++ before 16, old macOS targets)
 //   <!-- snippet: skip REASON -->   not compiled; the reason is required (say why it cannot be)
 // The prelude is <reservoir/reservoir.hpp> and the standard headers snippets commonly use. Each
 // block is compiled with COMPILER ARGS -fsyntax-only; the exit code is the number of blocks that
@@ -30,7 +34,7 @@ constexpr std::string_view kPrelude =
 struct Block {
   std::string file;
   int line = 0;        // of the opening fence, 1-based
-  std::string mode;    // "", "main", "declarations" or "skip"
+  std::string mode;    // "", "main", "pmr", "declarations" or "skip"
   std::string reason;  // skip only
   std::string code;
 };
@@ -77,10 +81,11 @@ bool read_blocks(const std::string& path, std::vector<Block>* out) {
               trim(std::string_view(marker).substr(kOpen.size(), marker.size() - kOpen.size() - 3));
           b.mode = body.substr(0, body.find(' '));
           if (b.mode == "skip") b.reason = trim(std::string_view(body).substr(4));
-          if ((b.mode != "main" && b.mode != "declarations" && b.mode != "skip") ||
+          if ((b.mode != "main" && b.mode != "pmr" && b.mode != "declarations" &&
+               b.mode != "skip") ||
               (b.mode == "skip" && b.reason.empty())) {
             std::fprintf(stderr,
-                         "%s:%zu: unknown snippet marker '%s' (main, declarations, or skip "
+                         "%s:%zu: unknown snippet marker '%s' (main, pmr, declarations, or skip "
                          "with a reason)\n",
                          path.c_str(), m, marker.c_str());
             ok = false;
@@ -148,9 +153,13 @@ int main(int argc, char** argv) {
       std::ofstream out(source);
       out << "#line 1 \"" << b.file << " (prelude)\"\n";
       if (!b.mode.empty()) out << kPrelude;
-      if (b.mode == "main") out << "int main() {\n";
+      if (b.mode == "pmr")
+        out << "#include <reservoir/arena_resource.hpp>\n#if RESERVOIR_HAS_ARENA_RESOURCE\n"
+               "#include <memory_resource>\n";
+      if (b.mode == "main" || b.mode == "pmr") out << "int main() {\n";
       out << "#line " << b.line + 1 << " \"" << b.file << "\"\n" << b.code;
-      if (b.mode == "main") out << "}\n";
+      if (b.mode == "main" || b.mode == "pmr") out << "}\n";
+      if (b.mode == "pmr") out << "#else\nint main() {}\n#endif\n";
       if (!out) {
         std::fprintf(stderr, "doc_snippets: cannot write %s\n", source.c_str());
         return 2;

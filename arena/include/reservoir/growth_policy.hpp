@@ -141,7 +141,9 @@ constexpr PlannedStep plan_step(const GrowthState& s, std::size_t bytes, Populat
   // 3. What to populate now: all of the step, its first kPopulatedStepLimit, or nothing. Under huge
   //    pages nothing past kHugePageThreshold (first touches map 2 MiB pages there, one fault
   //    each), and below it a doubling step backs at most half of itself beyond what was asked
-  //    for, so RSS stays within 1.5x of the bytes in use.
+  //    for, so RSS stays within 1.5x of the bytes in use. (Below kDoublingStepLimit an arena
+  //    does not ask whether huge pages are in effect, so its steps are populated whole, as
+  //    without them.)
   const std::size_t len = p.target - s.committed;
   const std::size_t asked = (std::min)(len, bytes > s.committed ? bytes - s.committed : 0);
   const std::size_t first = (std::min)(len, kPopulatedStepLimit);

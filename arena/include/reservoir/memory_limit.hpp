@@ -28,7 +28,11 @@ namespace reservoir {
 // never reads them; a limit set by hand is checked from the first step. Independently of any limit,
 // a step of an eighth of the RAM or more is refused (Refusal::machine_memory) if it commits more
 // than RAM + swap under heuristic overcommit, or backs more than MemAvailable + SwapFree:
-// std::vector's allocation would be refused too.
+// std::vector's allocation would be refused too. Every step also takes what it backs from the
+// machine's headroom (MemAvailable + SwapFree less a margin of 1/32 of the RAM, 64 to 256 MiB; a
+// step of at most kPopulatedStepLimit is refused only where less than itself is available). Where
+// readings fail (no file descriptor left) both headrooms keep their last figure, less what steps
+// took and plus what arenas gave back since.
 
 // Kinds of limit for set_memory_limit().
 inline constexpr std::size_t kMemoryLimitAuto = 0;  // the cgroup's (the default)
