@@ -233,7 +233,11 @@ int wait_child(pid_t pid, std::chrono::steady_clock::time_point deadline) {
   for (;;) {
     int status = 0;
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
+    if (r == pid) {
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+      std::fprintf(stderr, "child status %#x\n", static_cast<unsigned>(status));
+      return 2;
+    }
     if (r < 0) return 2;
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(pid, SIGKILL);
@@ -282,7 +286,8 @@ RESERVOIR_CHILD("concurrent.fork_while_pushing") {
       if (pid == 0) {
         try {
           ::_exit(a.push_back(3) >= 1 ? 0 : 3);
-        } catch (...) {
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "child: %s\n", e.what());
           ::_exit(4);
         }
       }
@@ -319,9 +324,10 @@ RESERVOIR_CHILD("concurrent.fork_during_solo") {
       try {
         a.push_back(1);
         started = true;
-        while (!stop.load(std::memory_order_relaxed))
+        // Half full at most: a child's append must not find the array full.
+        while (!stop.load(std::memory_order_relaxed) && a.size() < kMax / 2)
           a.push_back(2);
-      } catch (const std::length_error&) {  // full: this round is over
+      } catch (const std::length_error&) {
         started = true;
       }
     });
@@ -336,7 +342,8 @@ RESERVOIR_CHILD("concurrent.fork_during_solo") {
       if (pid == 0) {
         try {
           ::_exit(a.push_back(3) >= 1 ? 0 : 3);
-        } catch (...) {
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "child: %s\n", e.what());
           ::_exit(4);
         }
       }
@@ -357,19 +364,21 @@ RESERVOIR_CHILD("concurrent.fork_during_solo") {
 // for it. Prints "forks F, hangs H, failures X".
 RESERVOIR_CHILD("concurrent.fork_while_ending_solo") {
   constexpr int kRounds = 200, kForksPerRound = 3;
+  constexpr std::size_t kMax = std::size_t{1} << 24;
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(8);
   int forks = 0, hangs = 0, failures = 0;
   for (int round = 0; round < kRounds && hangs == 0 && std::chrono::steady_clock::now() < end;
        ++round) {
     reservoir::ArenaOptions o;
     o.commit_granule = o.max_commit_step = pal::page_size();
-    ConcurrentDynArray<int> a(reservoir::max_elements(std::size_t{1} << 24), o);
+    ConcurrentDynArray<int> a(reservoir::max_elements(kMax), o);
     std::atomic<bool> started{false}, stop{false}, go{false};
     std::thread owner([&] {
       try {
         a.push_back(1);
         started = true;
-        while (!stop.load(std::memory_order_relaxed))
+        // Half full at most: a child's append must not find the array full.
+        while (!stop.load(std::memory_order_relaxed) && a.size() < kMax / 2)
           a.push_back(2);
       } catch (const std::length_error&) {  // full: this round is over
         started = true;
@@ -395,7 +404,8 @@ RESERVOIR_CHILD("concurrent.fork_while_ending_solo") {
       if (pid == 0) {
         try {
           ::_exit(a.push_back(3) >= 1 ? 0 : 3);
-        } catch (...) {
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "child: %s\n", e.what());
           ::_exit(4);
         }
       }
@@ -503,6 +513,10 @@ TEST_SUITE("concurrent") {
     CHECK(a.size() == 100'000);
     CHECK(a.published().back() == 99'999);
     CHECK_THROWS_AS(ConcurrentDynArray<int>(reservoir::max_elements(0)), std::invalid_argument);
+    if constexpr (sizeof(std::size_t) == 8) {  // the claims count in 48 bits: 2^47 at most
+      CHECK_THROWS_AS(ConcurrentDynArray<char>(reservoir::max_elements((std::size_t{1} << 47) + 1)),
+                      std::length_error);
+    }
   }
 
   TEST_CASE(
