@@ -706,7 +706,10 @@ TEST_SUITE("failures") {
     std::vector<const char*> names = {"failures.released_back.limit_injected",
                                       "failures.released_back.machine", "failures.machine_refund"};
 #if defined(__linux__)
-    names.push_back("failures.released_back.limit_emfile");
+    // Without descriptors the sanitizers' and valgrind's runtimes fail on their own (they open
+    // files as the process runs); the injected variant runs there.
+    if (!kSanitized && !test::under_valgrind())
+      names.push_back("failures.released_back.limit_emfile");
 #endif
     for (const std::string name : names) {
       const test::ProcessResult r = test::run_child(name);

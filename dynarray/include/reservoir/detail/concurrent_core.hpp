@@ -36,17 +36,6 @@ struct ClaimCounts {
 };
 ClaimCounts& claim_counts() noexcept;  // the calling thread's
 
-// The calling thread's last one-slot claim, for pacing (see ConcurrentCore::claim_one).
-struct PaceState {
-  const void* core = nullptr;  // the array it was claimed in
-  std::uint64_t last = 0;      // its ticket
-  bool pause = false;          // another thread cut into this one's run: pause before the next
-};
-inline PaceState& pace_state() noexcept {
-  static thread_local PaceState state;  // constant-initialized: no guard, no call
-  return state;
-}
-
 // Atomic access to a plain byte (ConcurrentDynArray's ready marks): loads acquire, stores release.
 #if defined(__cpp_lib_atomic_ref)
 inline constexpr bool kByteAtomicsLockFree =
@@ -367,25 +356,9 @@ class ConcurrentCore {
   static constexpr unsigned kEpochShift = 48;
   static constexpr std::uint64_t kEpochMask = ((std::uint64_t{1} << 15) - 1) << kEpochShift;
   static constexpr std::uint64_t kCountMask = (std::uint64_t{1} << kEpochShift) - 1;
-  //
-  // Pacing: a thread whose claim lands a few slots after its previous one (another thread cut
-  // into its run) pauses kPacePauses CPU pauses before its next claim, so that the thread that
-  // cut in claims a run with the counter's line in its own cache instead of the two trading the
-  // line at every element. A bounded spin: it waits for no other thread.
-  static constexpr unsigned kPacePauses = 256;
-  static constexpr std::uint64_t kPaceGap = 32;
   size_type claim_one(size_type element_size) {
-    PaceState& pace = pace_state();
-    if (pace.pause) {
-      pace.pause = false;
-      for (unsigned k = 0; k < kPacePauses; ++k)
-        cpu_pause();
-    }
     const size_type cap = capacity_.load(std::memory_order_seq_cst);
     const std::uint64_t ticket = claimed_.fetch_add(1, std::memory_order_seq_cst);
-    pace.pause = pace.core == this && ticket > pace.last + 1 && ticket - pace.last <= kPaceGap;
-    pace.core = this;
-    pace.last = ticket;
     if (ticket < cap - (std::min)(cap >> kAheadShift, kAheadMost))
       return static_cast<size_type>(ticket);
     return claim_one_slow(element_size, ticket, cap);
