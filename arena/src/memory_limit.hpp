@@ -1,10 +1,12 @@
-// The memory-limit check (memory_limit.cpp): the headroom under the process's memory limit and
-// what the machine can back. It includes no other file of arena/src.
+// The memory-limit check (memory_limit.cpp): the headroom under the process's memory limit, and
+// both checks of a commit step (the machine's, from machine_memory.hpp, then the limit's).
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <system_error>
+
+#include "machine_memory.hpp"
 
 namespace reservoir::detail {
 
@@ -37,10 +39,6 @@ void memory_limit_settle(std::size_t charged) noexcept;
 // limit's headroom and its `backed` bytes (what charge_step checked against the machine, 0 if it
 // was not called) to the machine's.
 void memory_limit_refund(std::size_t charged, std::size_t backed) noexcept;
-// `bytes` that were committed (and charged, or counted in a reading) went back to the OS:
-// decommitted, or their mapping released. A headroom that a failed reading keeps (the OS will not
-// tell now) regains them; a successful reading sees them itself.
-void memory_released(std::size_t bytes) noexcept;
 // True if commit steps are checked against a limit: one set by set_memory_limit(), or a cgroup's
 // as of the latest reading (taken now if there is none yet and a step committing up to `most`
 // bytes would take the process past kUnreadCommitBytes; false without a reading before that).
@@ -48,17 +46,6 @@ bool memory_limit_in_force(std::size_t most) noexcept;
 // The sentence appended to a refused step's message: the limit, its source, the usage, the
 // margin, and how to raise or turn off the check.
 std::string memory_limit_advice();
-// True unless a commit of `committed` bytes, `populated` of them backed at once, is more than
-// the machine can back (checked for steps of at least an eighth of its RAM), or its `backed`
-// bytes (what the caller will write) do not fit what the machine has left, less a margin
-// (every step past kUnreadCommitBytes: the machine's headroom, re-read as it runs low). A step of
-// at most kPopulatedStepLimit is refused only where a fresh reading finds less than the step
-// itself available. On true the `backed` bytes are taken from the machine's headroom; on false
-// nothing.
-bool machine_can_back(std::size_t committed, std::size_t populated, std::size_t backed) noexcept;
-// The sentence for a step machine_can_back() refused: the machine as of the last reading that
-// succeeded.
-std::string machine_memory_advice();
 // fork(): the memory-limit locks held across it (prepare) and released (after, both sides).
 void memory_limit_lock_for_fork() noexcept;
 void memory_limit_unlock_after_fork() noexcept;
