@@ -45,8 +45,8 @@ std::atomic<std::size_t> g_machine_released_seen{0};  // g_released as of the he
 // The last reading that succeeded (total 0: none yet), for the refusal's message. Guarded by
 // g_mutex.
 pal::MachineMemory g_machine_last;
-std::mutex g_refresh;  // one reading at a time
-std::mutex g_mutex;    // guards g_machine_last
+std::mutex g_refresh;                                     // one reading at a time
+std::mutex g_mutex;                                       // guards g_machine_last
 constexpr std::int64_t kMachineReadingAge = 100'000'000;  // 100 ms
 constexpr std::int64_t kAgedStep = std::int64_t{1} << 20;
 
@@ -132,7 +132,7 @@ bool machine_can_back(std::size_t committed, std::size_t populated, std::size_t 
   if (from == 0) {
     pal::MachineMemory m;
     from = pal::machine_memory(&m) ? std::max<std::size_t>(m.total / 8, 1)
-                                  : std::numeric_limits<std::size_t>::max();
+                                   : std::numeric_limits<std::size_t>::max();
     g_check_from.store(from, std::memory_order_relaxed);
   }
   if (pal::MachineMemory m; committed >= from && pal::machine_memory(&m)) {
@@ -160,7 +160,6 @@ std::string machine_memory_advice() {
          " from smaller ones)" +
          "; use less, add swap, or turn the check off (ArenaOptions::respect_memory_limit)";
 }
-
 
 // Gives bytes taken for a step that was not backed back to the headroom. A reading taken in
 // between already counted them as free (the machine's headroom, unlike the limit's, counts no

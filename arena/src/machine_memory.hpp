@@ -16,7 +16,7 @@ inline constexpr std::int64_t kUnknown = std::numeric_limits<std::int64_t>::min(
 inline constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max() / 2;
 inline std::int64_t clamp(std::size_t v) noexcept {
   return static_cast<std::int64_t>(v < static_cast<std::size_t>(kUnlimited - 1) ? v
-                                                                                  : kUnlimited - 1);
+                                                                                : kUnlimited - 1);
 }
 // The steady clock in nanoseconds: the age of a reading.
 std::int64_t now_ns() noexcept;
