@@ -1963,6 +1963,73 @@ TEST_SUITE("concurrent") {
     }
   }
 
+  TEST_CASE(
+      "pacing: a thread cut into pauses, the turn changes hands, a pause that buys no run stops") {
+    namespace d = reservoir::detail;
+    // Two threads append in an exact order (a step counter hands over), so every cut is known.
+    ConcurrentDynArray<int> a{reservoir::max_elements(10'000)};
+    a.push_back(-1);  // the main thread's append, so that the workers' appends are shared
+    std::atomic<int> step{0};
+    struct Seen {
+      std::uint64_t paced = 0, turns = 0;
+    };
+    std::vector<Seen> seen_a, seen_b;  // each thread's counts after each of its turns
+    const auto counts = [] {
+      const d::ClaimCounts& c = d::claim_counts();
+      return Seen{c.paced, c.turns};
+    };
+    const auto worker = [&](int parity, const std::vector<int>& appends, std::vector<Seen>& seen) {
+      const Seen base = counts();
+      for (std::size_t k = 0; k < appends.size(); ++k) {
+        const int my_step = static_cast<int>(2 * k) + parity;
+        while (step.load(std::memory_order_acquire) != my_step)
+          std::this_thread::yield();
+        for (int e = 0; e < appends[k]; ++e)
+          a.push_back(my_step);
+        const Seen now = counts();
+        seen.push_back({now.paced - base.paced, now.turns - base.turns});
+        step.store(my_step + 1, std::memory_order_release);
+      }
+    };
+    // A: 1, 1, then 100 eight times, then 1 five times. B: 1 each turn.
+    const unsigned runs = reservoir::detail::kPacedTurn;
+    std::vector<int> appends_a{1, 1};
+    for (unsigned k = 0; k < runs; ++k)
+      appends_a.push_back(static_cast<int>(d::kRunPaid) + 36);
+    for (int k = 0; k < 5; ++k)
+      appends_a.push_back(1);
+    const std::vector<int> appends_b(appends_a.size(), 1);
+    std::thread ta([&] { worker(0, appends_a, seen_a); });
+    std::thread tb([&] { worker(1, appends_b, seen_b); });
+    ta.join();
+    tb.join();
+    REQUIRE(seen_a.size() == appends_a.size());
+    REQUIRE(seen_b.size() == appends_b.size());
+    // Turn 1: each thread's first claim is no cut. Turn 2: A is cut into, nobody holds the turn:
+    // A takes it; B, cut into by A, pauses.
+    CHECK(seen_a[0].turns == 0);
+    CHECK(seen_a[1].turns == 1);
+    CHECK(seen_b[1].paced == 1);
+    // While A (the turn holder) claims runs, B pauses after each of its claims, and after
+    // kPacedTurn pauses in a row takes the turn.
+    for (unsigned k = 2; k < 2 + runs - 1; ++k) {
+      CHECK(seen_a[k].paced == 0);
+      CHECK(seen_b[k].paced == k);
+      CHECK(seen_b[k].turns == 0);
+    }
+    CHECK(seen_b[runs + 1].turns == 1);
+    CHECK(seen_b[runs + 1].paced == runs);
+    // Now A is cut into by B's turn: A pauses once; its next claim finds that B claimed one slot
+    // meanwhile (no run: the pause bought nothing), so A lets the following cuts pass.
+    const std::size_t last = appends_a.size() - 1;
+    CHECK(seen_a[runs + 2].paced == 1);
+    CHECK(seen_a[last].paced == 1);
+    CHECK(seen_a[last].turns == 1);
+    CHECK(seen_b[last].paced == runs);  // B holds the turn: no more pauses
+    CHECK(a.size() == 1 + std::accumulate(appends_a.begin(), appends_a.end(), std::size_t{0}) +
+                          appends_b.size());
+  }
+
   TEST_CASE("16 threads push_back past max_size(): exactly full, every refusal a length_error") {
     const std::size_t limit = valgrind_scale(50'000) + 7;
     for (int round = 0; round < 3; ++round) {

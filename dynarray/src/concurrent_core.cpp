@@ -184,6 +184,8 @@ void ConcurrentCore::take(ConcurrentCore& other) noexcept {
                           std::memory_order_relaxed);
   owner_.store(other.owner_.exchange(nullptr, std::memory_order_relaxed),
                std::memory_order_relaxed);
+  runner_.store(other.runner_.exchange(nullptr, std::memory_order_relaxed),
+                std::memory_order_relaxed);
 }
 
 std::optional<ConcurrentCore::size_type> ConcurrentCore::try_claim(
@@ -290,6 +292,41 @@ ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, s
     // throws, or capacity_ >= i + k (or another thread did it)
     commit_slots(element_size, static_cast<size_type>(word), k);
   }
+}
+
+void ConcurrentCore::note_cut(PaceState& pace, std::uint64_t ticket) noexcept {
+  if (pace.unpaced != 0) {
+    --pace.unpaced;
+    return;
+  }
+  // After a pause, at most kRunPaid claims by the others (or a ticket below the last one: a
+  // closing) means nobody ran meanwhile: pausing costs this thread and buys nothing.
+  if (pace.paced != 0 && (ticket < pace.last || ticket - pace.last - 1 <= kRunPaid)) {
+    pace.paced = 0;
+    pace.unpaced = kUnpacedCuts;
+    ++claim_counts().unpaid;
+    return;
+  }
+  const void* const me = thread_token();
+  const void* const runner = runner_.load(std::memory_order_relaxed);
+  if (runner == me) return;
+  if (runner == nullptr || pace.paced >= kPacedTurn) {
+    runner_.store(me, std::memory_order_relaxed);
+    pace.paced = 0;
+    ++claim_counts().turns;
+    return;
+  }
+  const unsigned doublings = (std::min)(
+      pace.paced, static_cast<std::uint32_t>(std::bit_width(kMaxSpin / kFirstBackoff) - 1));
+  pace.owed = kFirstBackoff << doublings;
+  ++pace.paced;
+  ++claim_counts().paced;
+}
+
+void ConcurrentCore::pay_pace(PaceState& pace) noexcept {
+  for (std::uint32_t spin = pace.owed; spin != 0; --spin)
+    cpu_pause();
+  pace.owed = 0;
 }
 
 // One-slot claims past the fast path. Why a claim is never undone once it is below capacity:

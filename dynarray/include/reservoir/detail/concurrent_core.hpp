@@ -33,6 +33,9 @@ struct ClaimCounts {
   std::uint64_t commits_ahead = 0;  // one-slot claims that committed the next step ahead
   std::uint64_t past_capacity = 0;  // one-slot claims that had to wait for or make a commit
   std::uint64_t refused = 0;        // one-slot claims undone by a refused commit or a full array
+  std::uint64_t paced = 0;          // one-slot claims after which the thread paused (pacing)
+  std::uint64_t turns = 0;          // times the thread took the turn to claim runs (pacing)
+  std::uint64_t unpaid = 0;         // pauses that bought no run, so pacing stopped a while
 };
 ClaimCounts& claim_counts() noexcept;  // the calling thread's
 
@@ -65,6 +68,18 @@ extern std::atomic<std::uint32_t> g_fork_generation;
 inline std::uint32_t fork_generation() noexcept {
   return g_fork_generation.load(std::memory_order_relaxed);
 }
+
+// What the calling thread knows of its last one-slot shared claim, for pacing (see
+// ConcurrentCore::claim_one): a hint, never a correctness condition. Constant-initialized and
+// trivially destructible, so reaching it costs no call.
+struct PaceState {
+  const void* core = nullptr;  // the ConcurrentCore of the last claim
+  std::uint64_t last = 0;      // its ticket
+  std::uint32_t owed = 0;      // CPU pauses to spin before the next claim on that core
+  std::uint32_t paced = 0;     // claims in a row after which this thread paused
+  std::uint32_t unpaced = 0;   // cuts to let pass without a pause (pausing did not pay)
+};
+inline constinit thread_local PaceState t_pace{};
 
 // An address unique to the calling thread while it runs (a thread started after it ended may get
 // the same one). Constant-initialized, so reaching it costs no call.
@@ -134,6 +149,16 @@ class ConcurrentCore {
   // std::system_error when it refuses the barrier that ends solo mode; nothing is claimed then.
   size_type claim(size_type element_size, size_type n = 1, bool partial = false,
                   size_type* claimed_count = nullptr) {
+    // A one-slot claim in shared mode first, small enough for the caller's loop to inline (the
+    // section below does nothing more in shared mode).
+    if (n == 1 && mode_.load(std::memory_order_acquire) == kShared) {
+      if (claimed_count != nullptr) *claimed_count = 1;
+      return claim_one(element_size);
+    }
+    return claim_in_section(element_size, n, partial, claimed_count);
+  }
+  size_type claim_in_section(size_type element_size, size_type n, bool partial,
+                             size_type* claimed_count) {
     const Section section(*this, Section::ForClaim{});
     if (section.solo()) return claim_solo(element_size, n, partial, claimed_count);
     if (n == 1) {
@@ -347,6 +372,17 @@ class ConcurrentCore {
   // claim is never undone is at claim_one_slow). Past capacity minus a headroom the claim takes
   // the slow path, which commits ahead, waits for a commit or undoes the claim.
   //
+  // Pacing: a ticket that is not the thread's previous one + 1 means another thread cut into its
+  // run. Claims that interleave slot by slot trade the counter's, the elements' and the marks'
+  // cache lines for every append, so one thread, the one holding the turn (runner_), goes on
+  // while each other thread that was cut into pauses before its next claim (after publishing,
+  // so that nothing waits for it), and after kPacedTurn such claims in a row it takes the turn
+  // (the bounds are in spin.hpp). Runs form, and no thread is held back for more than a bounded
+  // spin: no append waits for another thread to run. A pause pays only if the others claimed a
+  // run meanwhile (more than kRunPaid slots): threads that append now and then, between longer
+  // work, interleave without contending, and such a thread lets the next kUnpacedCuts cuts pass
+  // without pausing.
+  //
   // claimed_ holds the count of claims (kCountMask) and, while the claims are closed, kClosed and
   // the closing's epoch (kEpochMask; a fresh one for each closing). An undone claim leaves the
   // closing it was undone by, identified by its epoch: a closing that a child reopened (the
@@ -357,12 +393,31 @@ class ConcurrentCore {
   static constexpr std::uint64_t kEpochMask = ((std::uint64_t{1} << 15) - 1) << kEpochShift;
   static constexpr std::uint64_t kCountMask = (std::uint64_t{1} << kEpochShift) - 1;
   size_type claim_one(size_type element_size) {
+    PaceState& pace = t_pace;
+    const bool known = pace.core == this;
+    if (known && pace.owed != 0) pay_pace(pace);
     const size_type cap = capacity_.load(std::memory_order_seq_cst);
     const std::uint64_t ticket = claimed_.fetch_add(1, std::memory_order_seq_cst);
+    if (!known) {
+      pace = PaceState{this, ticket};
+    } else {
+      if (ticket != pace.last + 1) {
+        note_cut(pace, ticket);
+      } else if (pace.paced != 0) {
+        pace.paced = 0;  // a run: nobody cut in
+      }
+      pace.last = ticket;
+    }
     if (ticket < cap - (std::min)(cap >> kAheadShift, kAheadMost))
       return static_cast<size_type>(ticket);
     return claim_one_slow(element_size, ticket, cap);
   }
+  // Another thread cut into the calling thread's run (its new ticket is not pace.last + 1):
+  // unless it holds the turn, it owes a pause before its next claim, or takes the turn after
+  // kPacedTurn pauses in a row.
+  void note_cut(PaceState& pace, std::uint64_t ticket) noexcept;
+  // Spins the pauses owed.
+  static void pay_pace(PaceState& pace) noexcept;
   // A claim among the last 1/2^kAheadShift of the committed slots (at most kAheadMost of them)
   // commits the next step ahead, if no other thread is committing.
   static constexpr unsigned kAheadShift = 4;
@@ -485,10 +540,12 @@ class ConcurrentCore {
   std::atomic<size_type> closed_at_{0};         // capacity_ when the claims closed
   std::atomic<size_type> ahead_refused_at_{0};  // capacity_ when a commit ahead was refused
   // A prefix that is constructed and visible (size() may find more); mutable: size() advances it.
-  // The rest of its line is written rarely: when a Writer loses elements, when solo mode ends.
+  // The rest of its line is written rarely: when a Writer loses elements, when solo mode ends,
+  // when the turn changes hands (read by threads that were cut into, which publish next).
   alignas(64) mutable std::atomic<size_type> published_{0};
-  std::atomic<size_type> dropped_{0};  // written only when a Writer loses elements
-  size_type solo_end_ = 0;             // the claims solo mode made; set once, when it ends
+  std::atomic<size_type> dropped_{0};         // written only when a Writer loses elements
+  std::atomic<const void*> runner_{nullptr};  // the thread holding the turn (pacing; a hint)
+  size_type solo_end_ = 0;                    // the claims solo mode made; set once, when it ends
 };
 
 static_assert(sizeof(void*) != 8 || sizeof(ConcurrentCore) == 256, "four cache lines");

@@ -1,5 +1,6 @@
-// reservoir/detail/spin.hpp - how a thread that lost a claim waits: a CPU pause hint and the
-// backoff's bounds, shared by ConcurrentDynArray and the benchmark's claim floor.
+// reservoir/detail/spin.hpp - how a thread that lost a claim or was cut into waits: a CPU pause
+// hint, the backoff's and the pacing's bounds, shared by ConcurrentDynArray, its tests and the
+// benchmark's claim floor.
 #pragma once
 
 #include <atomic>
@@ -37,5 +38,14 @@ inline void cpu_pause() noexcept {
 // returns at once, and the next loss yields again.
 inline constexpr unsigned kFirstBackoff = 64;
 inline constexpr unsigned kMaxSpin = 1024;
+
+// Pacing of one-slot claims (ConcurrentCore::claim_one): a thread whose run another thread cut
+// into pauses before its next claim (kFirstBackoff pauses, doubling to kMaxSpin) unless it holds
+// the turn; after kPacedTurn such pauses in a row it takes the turn. A pause after which the
+// others claimed at most kRunPaid slots bought no run: the thread then lets kUnpacedCuts cuts
+// pass without pausing.
+inline constexpr unsigned kPacedTurn = 8;
+inline constexpr unsigned kRunPaid = 8;
+inline constexpr unsigned kUnpacedCuts = 256;
 
 }  // namespace reservoir::detail
