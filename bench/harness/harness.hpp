@@ -2,10 +2,10 @@
 // process, nothing warmed: it fills one container with N ints by push_back (the floor: one
 // populated mapping of the final size filled by a store loop) and prints
 //   seconds=S minor_faults=F
-// S: from just before the container is made to just after the last store; F: the page faults the
-// process took meanwhile. scripts/bench_harness.py runs them alternately and beside the bench's
-// own throughput cells, so that the two can be held against each other. Deliberately independent
-// of the bench: no code of bench/ is included.
+// S: from just before the container is made to just after the last store (its destruction is not
+// timed); F: the page faults the process took meanwhile. scripts/bench_harness.py runs them
+// alternately and beside the bench's own throughput cells, so that the two can be held against each
+// other. Deliberately independent of the bench: no code of bench/ is included.
 #pragma once
 
 #include <sys/resource.h>
@@ -25,8 +25,30 @@ inline long minor_faults() {
 // Keeps the optimizer from deleting the stores.
 inline volatile std::uint64_t g_sink = 0;
 
-// argv[1]: the element count (e.g. 1e6). Calls fill(n), which builds and fills the container and
-// returns a value read from it, timed.
+// Where a contender's timing ends: fill calls stop() right after its last store, before its
+// container is destroyed, so no contender's teardown is timed (the floor never unmaps its mapping;
+// the others would otherwise pay for freeing hundreds of MiB inside the clock).
+class Stopwatch {
+ public:
+  void stop() noexcept {
+    if (stopped_) return;
+    stop_ = std::chrono::steady_clock::now();
+    faults_ = minor_faults();
+    stopped_ = true;
+  }
+  bool stopped() const noexcept { return stopped_; }
+  std::chrono::steady_clock::time_point at() const noexcept { return stop_; }
+  long faults() const noexcept { return faults_; }
+
+ private:
+  std::chrono::steady_clock::time_point stop_{};
+  long faults_ = 0;
+  bool stopped_ = false;
+};
+
+// argv[1]: the element count (e.g. 1e6). Calls fill(n, watch), which builds and fills the
+// container, calls watch.stop() after its last store and returns a value read from it; timed from
+// just before the call to the stop (and the faults counted up to it).
 template <class Fill>
 int run(int argc, char** argv, Fill fill) {
   const double count = argc == 2 ? std::strtod(argv[1], nullptr) : 0;
@@ -36,12 +58,17 @@ int run(int argc, char** argv, Fill fill) {
   }
   const auto n = static_cast<std::uint64_t>(count);
   const long faults_before = minor_faults();
+  Stopwatch watch;
   const auto t0 = std::chrono::steady_clock::now();
-  const std::uint64_t check = fill(n);
-  const auto t1 = std::chrono::steady_clock::now();
+  const std::uint64_t check = fill(n, watch);
+  if (!watch.stopped()) {
+    std::fprintf(stderr, "%s: the contender never stopped the clock\n", argv[0]);
+    return 3;
+  }
   g_sink = check;
-  std::printf("seconds=%.9g minor_faults=%ld\n", std::chrono::duration<double>(t1 - t0).count(),
-              minor_faults() - faults_before);
+  std::printf("seconds=%.9g minor_faults=%ld\n",
+              std::chrono::duration<double>(watch.at() - t0).count(),
+              watch.faults() - faults_before);
   return 0;
 }
 

@@ -7,7 +7,7 @@
 #include "harness.hpp"
 
 int main(int argc, char** argv) {
-  return harness::run(argc, argv, [](std::uint64_t n) -> std::uint64_t {
+  return harness::run(argc, argv, [](std::uint64_t n, auto& watch) -> std::uint64_t {
     const std::size_t bytes = n * sizeof(int);
 #if defined(MAP_POPULATE)
     constexpr int kPopulate = MAP_POPULATE;
@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     }
     for (std::uint64_t i = 0; i < n; ++i)
       p[i] = static_cast<int>(i);
+    watch.stop();
     return n + static_cast<std::uint64_t>(p[n - 1]);  // the mapping ends with the process
   });
 }
