@@ -157,6 +157,14 @@ RESERVOIR_CHILD("memory_limit.cgroup_checked") {
   return grow_until_refused(std::size_t{2} << 30);
 }
 
+// The same, with the cgroup's mount found in /proc/self/mountinfo, as on systems that mount the
+// memory controller elsewhere than /sys/fs/cgroup.
+RESERVOIR_CHILD("memory_limit.cgroup_checked_mountinfo") {
+  if (!join_test_cgroup()) return 2;
+  pal::testing::skip_conventional_cgroup_mounts(true);
+  return grow_until_refused(std::size_t{2} << 30);
+}
+
 RESERVOIR_CHILD("memory_limit.cgroup_unchecked") {
   if (!join_test_cgroup()) return 2;
   reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
@@ -358,6 +366,12 @@ TEST_SUITE("memory_limit") {
     CHECK(checked.exited);
     CHECK(checked.exit_code == 0);
     CHECK(checked.output.find("memory limit is " + std::to_string(kCgroupMiB) + " MiB") !=
+          std::string::npos);
+    const test::ProcessResult parsed = test::run_child("memory_limit.cgroup_checked_mountinfo");
+    MESSAGE("checked, mount from mountinfo: " << test::describe(parsed) << ": " << parsed.output);
+    CHECK(parsed.exited);
+    CHECK(parsed.exit_code == 0);
+    CHECK(parsed.output.find("memory limit is " + std::to_string(kCgroupMiB) + " MiB") !=
           std::string::npos);
     // The control: the same growth with the check off dies as std::vector's would.
     const test::ProcessResult unchecked = test::run_child("memory_limit.cgroup_unchecked");

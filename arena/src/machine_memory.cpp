@@ -64,6 +64,18 @@ void note_machine(const pal::MachineMemory& m) noexcept {
   g_machine_last = m;
 }
 
+// A reading just taken (g_refresh held): recorded for the messages and the refresh threshold set;
+// returns the headroom it gives.
+std::int64_t adopt_reading(const pal::MachineMemory& m) noexcept {
+  g_machine_released_seen.store(g_released.load());  // after the reading, as take_reading's
+  note_machine(m);
+  const std::size_t can = m.available + m.swap_free;
+  const std::size_t margin = machine_margin(m.total);
+  const std::int64_t fresh = can > margin ? clamp(can - margin) : 0;
+  g_machine_refresh_below.store(fresh / 2, std::memory_order_relaxed);
+  return fresh;
+}
+
 // Takes n > 0 bytes from the machine's headroom; false if they do not fit a fresh reading.
 bool machine_take(std::int64_t n) noexcept {
   std::int64_t h = g_machine_headroom.load();
@@ -105,12 +117,8 @@ bool machine_take(std::int64_t n) noexcept {
     g_machine_headroom.store(previous - n);
     return true;
   }
-  g_machine_released_seen.store(g_released.load());  // after the reading, as take_reading's
-  note_machine(m);
+  const std::int64_t fresh = adopt_reading(m);
   const std::size_t can = m.available + m.swap_free;
-  const std::size_t margin = machine_margin(m.total);
-  const std::int64_t fresh = can > margin ? clamp(can - margin) : 0;
-  g_machine_refresh_below.store(fresh / 2, std::memory_order_relaxed);
   if (n > fresh) {
     g_machine_headroom.store(fresh);
     // A small step keeps only the least margin free (MemAvailable already leaves out the
@@ -130,10 +138,18 @@ bool machine_take(std::int64_t n) noexcept {
 bool machine_can_back(std::size_t committed, std::size_t populated, std::size_t backed) noexcept {
   std::size_t from = g_check_from.load(std::memory_order_relaxed);
   if (from == 0) {
+    // The process's first checked step: one reading gives the RAM and the first headroom.
     pal::MachineMemory m;
-    from = pal::machine_memory(&m) ? std::max<std::size_t>(m.total / 8, 1)
-                                   : std::numeric_limits<std::size_t>::max();
+    const bool read = pal::machine_memory(&m);
+    from = read ? std::max<std::size_t>(m.total / 8, 1) : std::numeric_limits<std::size_t>::max();
     g_check_from.store(from, std::memory_order_relaxed);
+    if (read) {
+      std::lock_guard lock(g_refresh);
+      if (g_machine_headroom.load() == kUnknown) {
+        g_machine_read_at.store(now_ns(), std::memory_order_relaxed);
+        g_machine_headroom.store(adopt_reading(m));
+      }
+    }
   }
   if (pal::MachineMemory m; committed >= from && pal::machine_memory(&m)) {
     note_machine(m);

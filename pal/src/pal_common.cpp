@@ -21,6 +21,7 @@ std::atomic<std::size_t> g_page_size_override{0};
 std::atomic<int> g_thp_override{-1};
 std::atomic<bool> g_refuse_open{false};
 std::atomic<bool> g_refuse_guard_install{false};
+std::atomic<bool> g_skip_conventional_cgroup_mounts{false};
 std::atomic<bool> g_refuse_dontdump{false};
 // testing::set_machine_memory(): the machine described (total 0: none), and the resident set
 // when it was set. Guarded by g_mutex.
@@ -125,6 +126,14 @@ void refuse_guard_install(bool refuse) noexcept {
 
 bool guard_install_refused() noexcept {
   return g_refuse_guard_install.load(std::memory_order_relaxed);
+}
+
+void skip_conventional_cgroup_mounts(bool skip) noexcept {
+  g_skip_conventional_cgroup_mounts.store(skip, std::memory_order_relaxed);
+}
+
+bool conventional_cgroup_mounts_skipped() noexcept {
+  return g_skip_conventional_cgroup_mounts.load(std::memory_order_relaxed);
 }
 
 void refuse_dontdump(bool refuse) noexcept {

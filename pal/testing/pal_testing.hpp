@@ -70,6 +70,11 @@ bool open_reservations_refused() noexcept;
 // 6.13, instead of MADV_GUARD_INSTALL where the kernel takes it (false, the default).
 void refuse_guard_install(bool refuse) noexcept;
 bool guard_install_refused() noexcept;
+// Makes the memory-limit reading find the cgroup's mount in /proc/self/mountinfo (true) instead
+// of first trying where mainstream systems mount it (false, the default), so that the path of
+// systems that mount it elsewhere runs here too.
+void skip_conventional_cgroup_mounts(bool skip) noexcept;
+bool conventional_cgroup_mounts_skipped() noexcept;
 // Makes machine_memory() describe a machine of `total` bytes of RAM, no swap, heuristic
 // overcommit, whose available memory is `available` less what this process's resident set has
 // grown by since the call (as if nothing else ran), so that growth past a small machine's RAM runs
