@@ -139,11 +139,10 @@ int main(int argc, char** argv) {
                  "DynArray reservation in bytes, e.g. 1G (default: the library's 64 GiB)");
   auto* prefault_on = app.add_flag_callback(
       "--prefault", [&cfg] { cfg.prefault = true; },
-      "DynArray: populate each committed step ahead of the appender (the "
-      "library's default)");
+      "DynArray: populate each committed step ahead of the appender");
   app.add_flag_callback(
          "--no-prefault", [&cfg] { cfg.prefault = false; },
-         "DynArray: let page faults populate the committed steps")
+         "DynArray: let page faults populate the committed steps (the library's default)")
       ->excludes(prefault_on);
   app.add_option("--huge-pages", cfg.huge_pages,
                  "DynArray: transparent huge pages past 4 MiB: auto (the library default: where "

@@ -3,11 +3,11 @@
 
     scripts/bench_harness.py [--build build/release] [--sizes 1e6,1e7,1e8] [--runs 5]
 
-For each size: the harness's programs (floor, vector_reserve, dynarray, dynarray_faults, vector),
+For each size: the harness's programs (floor, vector_reserve, dynarray, dynarray_populate, vector),
 one process per run, nothing warmed, RUNS runs in alternating order, medians; then
 reservoir-bench's own throughput cells for floor, vector_reserve and dynarray at that size (--reps
 RUNS, medians). Prints the machine's first-touch fault cost, the harness's ratios (DynArray, with
-the default population and with population left to faults, against the floor and against vector +
+the default population (left to faults) and with every step populated ahead, against the floor and against vector +
 exact reserve) and, per contender, bench median / harness median: the bench agrees with
 the harness where that is within 10%. A report, not a test: timings on a loaded machine say little
 (the load average is printed). Standard library only.
@@ -20,8 +20,8 @@ import subprocess
 import sys
 import tempfile
 
-# dynarray_faults: DynArray with population left to page faults, the other population policy
-HARNESS = ["floor", "vector_reserve", "dynarray", "dynarray_faults", "vector"]
+# dynarray_populate: DynArray with every step populated ahead (prefault on), the other policy
+HARNESS = ["floor", "vector_reserve", "dynarray", "dynarray_populate", "vector"]
 BENCH = ["floor", "vector_reserve", "dynarray"]  # the bench cells held against the harness
 
 
@@ -88,7 +88,7 @@ def main():
             ratio_text = f"{ratio:.2f}x" if ratio else "-"
             print(f"{n:>6.0e}  {c:<15}{med[c] * 1e3:>10.2f}ms{bench_text:>12}{ratio_text:>15}"
                   f"{statistics.median(faults[c]):>10.0f}")
-        for d, name in (("dynarray", "DynArray"), ("dynarray_faults", "DynArray, faults")):
+        for d, name in (("dynarray", "DynArray"), ("dynarray_populate", "DynArray, populated")):
             print(f"{'':>6}  harness: {name} {med[d] / med['floor']:.2f}x the floor, "
                   f"{med[d] / med['vector_reserve']:.2f}x vector + exact reserve, "
                   f"{med[d] / med['vector']:.2f}x std::vector (time ratios)")

@@ -99,7 +99,9 @@ TEST_SUITE("arena") {
     // Without huge pages, prefault populates every step at once, so steps stay bounded.
     pal::testing::set_transparent_huge_pages(0);
     reservoir::clear_reservation_cache();
-    Arena a(10 * kMiB + 4096);
+    ArenaOptions populated;
+    populated.prefault = true;
+    Arena a(10 * kMiB + 4096, populated);
     const std::size_t granule = a.commit_granule();
     a.grow(reservoir::kDoublingStepLimit);
     while (a.committed() < 4 * kMiB) {
@@ -155,7 +157,9 @@ TEST_SUITE("arena") {
 
   TEST_CASE("bounded steps grow with the arena up to 2 MiB; large arenas are 2 MiB aligned") {
     pal::testing::set_transparent_huge_pages(0);
-    Arena a(256 * kMiB);
+    ArenaOptions populated;
+    populated.prefault = true;
+    Arena a(256 * kMiB, populated);
     CHECK(reinterpret_cast<std::uintptr_t>(a.base()) % (2 * kMiB) == 0);
     const std::uint64_t commits = pal::testing::calls(pal::Op::commit);
     std::size_t steps_seen = 0, last_step = 0;
@@ -226,6 +230,7 @@ TEST_SUITE("arena") {
     reservoir::clear_reservation_cache();
     ArenaOptions o;
     o.respect_memory_limit = false;
+    o.prefault = true;  // bounded steps where huge pages are not in effect
     for (const int thp : {0, 1}) {
       CAPTURE(thp);
       pal::testing::set_transparent_huge_pages(thp);
@@ -249,6 +254,7 @@ TEST_SUITE("arena") {
     reservoir::clear_reservation_cache();
     ArenaOptions o;
     o.respect_memory_limit = false;
+    o.prefault = true;  // bounded steps where huge pages are not in effect
     pal::testing::set_transparent_huge_pages(1);  // THP honoured, no host reclaiming free blocks
     CHECK(reservoir::huge_pages() == reservoir::HugePages::automatic);
     for (const auto mode :
@@ -642,7 +648,7 @@ TEST_SUITE("arena") {
       MESSAGE(why);
       return;
     }
-    // With prefault on (the default), each mode backs a different share of a 64 MiB commit; the
+    // With prefault on, each mode backs a different share of a 64 MiB commit; the
     // rest is committed all the same and reads as zero when touched. (pal::current_rss: the
     // working set on Windows, which is what a store per page there makes resident.)
     constexpr std::size_t kCommit = 64 * kMiB;
@@ -658,7 +664,9 @@ TEST_SUITE("arena") {
     for (const Case c : {Case{Arena::Populate::all, all_min, 80 * 1024},
                          Case{Arena::Populate::first_step, 0, 8 * 1024},
                          Case{Arena::Populate::none, 0, 4 * 1024}}) {
-      Arena a(128 * kMiB);
+      ArenaOptions populated;
+      populated.prefault = true;
+      Arena a(128 * kMiB, populated);
       REQUIRE(a.options().prefault);
       const std::size_t before = pal::current_rss() / 1024;
       a.commit(kCommit, c.populate);

@@ -648,8 +648,11 @@ TEST_SUITE("failures") {
 
 #if !defined(_WIN32)
   TEST_CASE("MADV_POPULATE_WRITE refused with EINVAL, EPERM or ENOSYS: arrays grow by touching") {
-    // 16 MiB of ints: many populated steps past the first 64 KiB in every kind of array.
+    // 16 MiB of ints: many populated steps past the first 64 KiB in every kind of array (prefault
+    // on: the default leaves population to the appends' first touches).
     constexpr std::size_t kInts = std::size_t{4} << 20;
+    reservoir::ArenaOptions populated;
+    populated.prefault = true;
     {
       std::vector<int> v;
       CHECK(append_and_check(v, kInts));  // the same body, where nothing is populated
@@ -659,16 +662,16 @@ TEST_SUITE("failures") {
       const std::error_code refusal(err, std::generic_category());
       const std::uint64_t before = pal::testing::calls(pal::Op::prefault);
       test::FaultGuard guard(pal::Op::prefault, 0, 1'000'000, refusal);
-      DynArray<int> fresh;  // a default array
+      DynArray<int> fresh{reservoir::max_elements(DynArray<int>::default_max_size()), populated};
       CHECK(append_and_check(fresh, kInts));
-      DynArray<int> bounded{reservoir::max_elements(kInts)};
+      DynArray<int> bounded{reservoir::max_elements(kInts), populated};
       CHECK(append_and_check(bounded, kInts));
-      reservoir::ConcurrentDynArray<int> shared{reservoir::max_elements(kInts)};
+      reservoir::ConcurrentDynArray<int> shared{reservoir::max_elements(kInts), populated};
       CHECK(append_and_check(shared, kInts));
       CHECK(pal::testing::calls(pal::Op::prefault) - before >= 3);  // the seam was asked
     }
     // ENOMEM still means the memory cannot be had: the step is refused, nothing is lost.
-    DynArray<int> a;
+    DynArray<int> a{reservoir::max_elements(DynArray<int>::default_max_size()), populated};
     REQUIRE(append_and_check(a, 1000));
     {
       test::FaultGuard guard(pal::Op::prefault, 0, 1'000'000, pal::testing::out_of_memory_error());

@@ -61,13 +61,18 @@ struct ArenaOptions {
   bool guard_pages = true;
 
   // Back each newly committed step with RAM at once (Linux MADV_POPULATE_WRITE, then a store
-  // per page; elsewhere the stores alone), so no append takes a page fault: faster growth and a
-  // flat latency tail (figures: docs/big-arrays.md). If the populate call itself is refused
-  // (ENOMEM), the step is undone and reported as OsAllocationError; but under a memory cgroup
-  // the populate meets the OOM killer exactly as a first touch would, which is what
-  // respect_memory_limit prevents. Cost: the step's pages are backed before they are used, and
-  // the commit call itself takes longer (it backs up to kPopulatedStepLimit).
-  bool prefault = true;
+  // per page; elsewhere the stores alone), so no append takes a page fault: a flat p99.99, paid
+  // for with one append per step that waits for the whole step's population (up to
+  // kPopulatedStepLimit: 0.6 ms to several ms where the host is slow to hand out memory) and two
+  // system calls per step. Off (the default), committing is a permission change in geometric
+  // steps (O(log n) calls) and each page is backed by the append that first writes it, as
+  // std::vector's reserved buffer is: the same throughput and worst append as vector + exact
+  // reserve (the figures that chose it: docs/big-arrays.md). Under a memory limit steps are
+  // bounded and populated either way, so that each is charged as it is backed. If the populate
+  // call itself is refused (ENOMEM), the step is undone and reported as OsAllocationError; but
+  // under a memory cgroup the populate meets the OOM killer exactly as a first touch would,
+  // which is what respect_memory_limit prevents.
+  bool prefault = false;
 
   // On destruction, keep the reservation in a small process-wide cache, with up to
   // kDoublingStepLimit of it still committed (whole granules, at least one, at most one
@@ -225,7 +230,7 @@ class Arena {
   };
   static constexpr unsigned kFlagBits = 6;
   static constexpr std::uint16_t kDefaultFlags =
-      kGuardPages | kPrefault | kReuseReservation | kHugePages | kRespectMemoryLimit;
+      kGuardPages | kReuseReservation | kHugePages | kRespectMemoryLimit;
   static std::uint16_t flags_of(const ArenaOptions& o) noexcept;
 
   // A pool slot's mapping is its pool's chunk, so it has no offset of its own: the offset field

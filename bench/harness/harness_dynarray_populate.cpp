@@ -1,7 +1,7 @@
-// The harness's DynArray with population left to page faults: ArenaOptions::prefault off (every
-// commit step a permission change only, the pages backed by the appends' first touches),
-// push_back from empty on the default reservation. Held beside harness_dynarray (the default,
-// populate ahead) to compare the two population policies.
+// The harness's DynArray with every commit step populated ahead of the appender:
+// ArenaOptions::prefault on (bounded steps, each an mprotect and a MADV_POPULATE_WRITE), push_back
+// from empty on the default reservation. Held beside harness_dynarray (the default: population
+// left to the appends' first touches) to compare the two population policies.
 #include <reservoir/reservoir.hpp>
 
 #include "harness.hpp"
@@ -9,7 +9,7 @@
 int main(int argc, char** argv) {
   return harness::run(argc, argv, [](std::uint64_t n, auto& watch) -> std::uint64_t {
     reservoir::ArenaOptions options;
-    options.prefault = false;
+    options.prefault = true;
     reservoir::DynArray<int> a(
         reservoir::max_elements(reservoir::DynArray<int>::default_max_size()), options);
     for (std::uint64_t i = 0; i < n; ++i)
