@@ -1,7 +1,8 @@
 // The fair baselines: std::vector whose every buffer is populated when it is allocated (so page
-// faults are paid in one system call, as DynArray's prefaulted commits pay them), and the floor,
-// one populated buffer of the final size filled by a loop (the least any container can cost for
-// fresh memory). Together they split a win into what the container does and what populate does.
+// faults are paid in one system call, as DynArray's commits with prefault on pay them), and the
+// floor, one populated buffer of the final size filled by a loop (the least any container can
+// cost for fresh memory). Together they split a win into what the container does and what
+// populate does.
 #pragma once
 
 #include <cstddef>

@@ -95,6 +95,31 @@ TEST_SUITE("arena") {
     if (granule == 4096) CHECK(calls == 5);
   }
 
+  TEST_CASE(
+      "the default steps: geometric and unpopulated; under a memory limit bounded, populated") {
+    namespace d = reservoir::detail;
+    d::GrowthState s;
+    s.committed = kMiB;
+    s.reserved = std::size_t{1} << 30;
+    s.granule = 4096;
+    s.max_step = reservoir::kDefaultMaxCommitStep;
+    s.prefault = reservoir::ArenaOptions{}.prefault;
+    CHECK_FALSE(s.prefault);
+    // No limit: a doubling permission change; the pages are backed by the appends' first writes.
+    const d::PlannedStep free_step = d::plan_step(s, s.committed + 1, reservoir::Populate::all);
+    CHECK(free_step.geometric);
+    CHECK(free_step.target == 2 * kMiB);
+    CHECK(free_step.populated == 0);
+    // A limit in force: a bounded step, populated as it is charged, so that the next reading of
+    // the usage sees it (an unpopulated charged step would be invisible to it).
+    s.limit_in_force = true;
+    const d::PlannedStep limited = d::plan_step(s, s.committed + 1, reservoir::Populate::all);
+    CHECK_FALSE(limited.geometric);
+    CHECK(limited.target - s.committed <= reservoir::kPopulatedStepLimit);
+    CHECK(limited.populated == limited.target - s.committed);
+    CHECK(limited.charge == limited.populated);
+  }
+
   TEST_CASE("bounded steps: at least kDoublingStepLimit and committed/8, at most 2 MiB") {
     // Without huge pages, prefault populates every step at once, so steps stay bounded.
     pal::testing::set_transparent_huge_pages(0);

@@ -1968,15 +1968,18 @@ TEST_SUITE("concurrent") {
     namespace d = reservoir::detail;
     // Two threads append in an exact order (a step counter hands over), so every cut is known.
     ConcurrentDynArray<int> a{reservoir::max_elements(10'000)};
-    a.push_back(-1);  // the main thread's append, so that the workers' appends are shared
+    // The main thread's append, so that the workers' appends are shared; its pacing record is
+    // cleared first, as an earlier test's array may have had this address.
+    d::t_pace = d::PaceState{};
+    a.push_back(-1);
     std::atomic<int> step{0};
     struct Seen {
-      std::uint64_t paced = 0, turns = 0;
+      std::uint64_t paced = 0, turns = 0, unpaid = 0, owed = 0;
     };
     std::vector<Seen> seen_a, seen_b;  // each thread's counts after each of its turns
     const auto counts = [] {
       const d::ClaimCounts& c = d::claim_counts();
-      return Seen{c.paced, c.turns};
+      return Seen{c.paced, c.turns, c.unpaid, d::t_pace.owed};
     };
     const auto worker = [&](int parity, const std::vector<int>& appends, std::vector<Seen>& seen) {
       const Seen base = counts();
@@ -1987,11 +1990,12 @@ TEST_SUITE("concurrent") {
         for (int e = 0; e < appends[k]; ++e)
           a.push_back(my_step);
         const Seen now = counts();
-        seen.push_back({now.paced - base.paced, now.turns - base.turns});
+        seen.push_back(
+            {now.paced - base.paced, now.turns - base.turns, now.unpaid - base.unpaid, now.owed});
         step.store(my_step + 1, std::memory_order_release);
       }
     };
-    // A: 1, 1, then 100 eight times, then 1 five times. B: 1 each turn.
+    // A: 1, 1, then kRunPaid + 36 kPacedTurn times, then 1 five times. B: 1 each turn.
     const unsigned runs = reservoir::detail::kPacedTurn;
     std::vector<int> appends_a{1, 1};
     for (unsigned k = 0; k < runs; ++k)
@@ -2010,6 +2014,8 @@ TEST_SUITE("concurrent") {
     CHECK(seen_a[0].turns == 0);
     CHECK(seen_a[1].turns == 1);
     CHECK(seen_b[1].paced == 1);
+    CHECK(seen_b[1].owed == d::kFirstBackoff);  // paid before B's next claim
+    CHECK(seen_b[2].owed == 2 * d::kFirstBackoff);
     // While A (the turn holder) claims runs, B pauses after each of its claims, and after
     // kPacedTurn pauses in a row takes the turn.
     for (unsigned k = 2; k < 2 + runs - 1; ++k) {
@@ -2020,12 +2026,19 @@ TEST_SUITE("concurrent") {
     CHECK(seen_b[runs + 1].turns == 1);
     CHECK(seen_b[runs + 1].paced == runs);
     // Now A is cut into by B's turn: A pauses once; its next claim finds that B claimed one slot
-    // meanwhile (no run: the pause bought nothing), so A lets the following cuts pass.
+    // meanwhile (no run: the pause bought nothing), so A takes the turn and lets the following
+    // cuts pass. B, cut into by A, pauses once, finds no run either, and does the same.
     const std::size_t last = appends_a.size() - 1;
     CHECK(seen_a[runs + 2].paced == 1);
-    CHECK(seen_a[last].paced == 1);
-    CHECK(seen_a[last].turns == 1);
-    CHECK(seen_b[last].paced == runs);  // B holds the turn: no more pauses
+    CHECK(seen_a[runs + 3].unpaid == 1);
+    CHECK(seen_a[runs + 3].turns == 2);
+    CHECK(seen_b[runs + 3].paced == runs + 1);
+    CHECK(seen_b[runs + 4].unpaid == 1);
+    CHECK(seen_b[runs + 4].turns == 2);
+    CHECK(seen_a[last].paced == 1);  // no more pauses on either side
+    CHECK(seen_a[last].unpaid == 1);
+    CHECK(seen_b[last].paced == runs + 1);
+    CHECK(seen_b[last].unpaid == 1);
     CHECK(a.size() == 1 + std::accumulate(appends_a.begin(), appends_a.end(), std::size_t{0}) +
                           appends_b.size());
   }

@@ -590,7 +590,7 @@ TEST_SUITE("dynarray") {
     CHECK(a.capacity() == 0);
   }
 
-  TEST_CASE("reserve backs one commit step with RAM; the rest is backed on first touch") {
+  TEST_CASE("reserve backs at most one commit step with RAM; the rest is backed on first touch") {
     if (test::under_valgrind()) {
       MESSAGE("skipped under valgrind, whose own memory grows with what the program maps");
       return;

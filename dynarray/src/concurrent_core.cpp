@@ -24,8 +24,11 @@ namespace {
 
 // Ready marks must start at zero: never take their reservation from the cache (whose first step
 // holds old bytes), so every byte is fresh or decommitted memory, which the OS fills with zeros.
+// Their steps are populated when commit_locked asks for it (once blocks finish out of order), so
+// that an appender writing a mark takes no page fault: prefault on.
 ArenaOptions fresh(ArenaOptions o) noexcept {
   o.reuse_reservation = false;
+  o.prefault = true;
   return o;
 }
 
@@ -299,16 +302,22 @@ void ConcurrentCore::note_cut(PaceState& pace, std::uint64_t ticket) noexcept {
     --pace.unpaced;
     return;
   }
-  // After a pause, at most kRunPaid claims by the others (or a ticket below the last one: a
+  // After a pause, at most kRunPaid claims by the others (or a ticket not above the last one: a
   // closing) means nobody ran meanwhile: pausing costs this thread and buys nothing.
-  if (pace.paced != 0 && (ticket < pace.last || ticket - pace.last - 1 <= kRunPaid)) {
+  const void* const me = thread_token();
+  const void* const runner = runner_.load(std::memory_order_relaxed);
+  if (pace.paced != 0 && (ticket <= pace.last || ticket - pace.last - 1 <= kRunPaid)) {
+    // The turn's holder did not run either (it stopped appending, or appends sparsely): this
+    // thread takes the turn, so that threads left without a running holder do not pause in step.
     pace.paced = 0;
     pace.unpaced = kUnpacedCuts;
     ++claim_counts().unpaid;
+    if (runner != me) {
+      runner_.store(me, std::memory_order_relaxed);
+      ++claim_counts().turns;
+    }
     return;
   }
-  const void* const me = thread_token();
-  const void* const runner = runner_.load(std::memory_order_relaxed);
   if (runner == me) return;
   if (runner == nullptr || pace.paced >= kPacedTurn) {
     runner_.store(me, std::memory_order_relaxed);

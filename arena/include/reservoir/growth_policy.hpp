@@ -155,7 +155,9 @@ constexpr PlannedStep plan_step(const GrowthState& s, std::size_t bytes, Populat
                                   : 0;
     p.populated = (std::min)({p.populated, below, (std::max)(asked, len / 2)});
   }
-  if (!s.prefault) p.populated = 0;
+  // Without prefault nothing is populated ahead, except under a memory limit: there every step
+  // is populated as it is charged, so that the next reading of the usage sees it.
+  if (!s.prefault && !s.limit_in_force) p.populated = 0;
   // 4. What to charge: what is populated now or (all) written next; untouched pages cost
   //    nothing. A geometric step is taken only where no limit is in force, and there the charge
   //    is the machine check alone, of the bytes asked for.

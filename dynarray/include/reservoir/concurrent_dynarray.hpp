@@ -94,16 +94,17 @@
 // appends alone, unless it appends from inside one of its own constructions), after which each
 // new commit of them is prefaulted.
 // Cost: in solo mode, an append is a few plain loads and stores around the construction. Once
-// shared, a one-slot append claims with one fetch_add, a block with one CAS; either, when it is
-// next, publishes with a plain store of published_, otherwise it marks itself ready with one byte
-// per power-of-two chunk of it (at most 64) for size() to find. Appends through the array share the
-// claim counter's cache line once per call; a Writer touches shared lines once per buffer. A
-// refused commit or a one-slot claim past max_size() closes the claims for a moment: the one-slot
-// claims at or past the committed capacity are undone (each throws what the refusal was) and the
-// counter goes back to the capacity once the last of them has returned, so no slot below a filled
-// one stays empty; a claim made meanwhile throws the same error and adds nothing. size() is two
-// loads and a byte load when nothing finished out of order since the last call, otherwise one byte
-// load per ready chunk it passes.
+// shared, a one-slot append claims with one fetch_add (after a bounded spin of up to 1024 CPU
+// pauses if another thread cut into its run and holds the turn: pacing, so that runs form), a block
+// with one CAS; either, when it is next, publishes with a plain store of published_, otherwise it
+// marks itself ready with one byte per power-of-two chunk of it (at most 64) for size() to find.
+// Appends through the array share the claim counter's cache line once per call; a Writer touches
+// shared lines once per buffer. A refused commit or a one-slot claim past max_size() closes the
+// claims for a moment: the one-slot claims at or past the committed capacity are undone (each
+// throws what the refusal was) and the counter goes back to the capacity once the last of them has
+// returned, so no slot below a filled one stays empty; a claim made meanwhile throws the same error
+// and adds nothing. size() is two loads and a byte load when nothing finished out of order since
+// the last call, otherwise one byte load per ready chunk it passes.
 #pragma once
 
 #include <algorithm>

@@ -70,8 +70,10 @@ inline std::uint32_t fork_generation() noexcept {
 }
 
 // What the calling thread knows of its last one-slot shared claim, for pacing (see
-// ConcurrentCore::claim_one): a hint, never a correctness condition. Constant-initialized and
-// trivially destructible, so reaching it costs no call.
+// ConcurrentCore::claim_one): a hint, never a correctness condition (a core made later at the
+// same address may inherit one pause and a count). Constant-initialized and trivially
+// destructible, so reaching it costs no call where TLS is native (ELF, Mach-O: one where the
+// compiler emulates TLS, as MinGW's GCC does).
 struct PaceState {
   const void* core = nullptr;  // the ConcurrentCore of the last claim
   std::uint64_t last = 0;      // its ticket
@@ -157,16 +159,6 @@ class ConcurrentCore {
     }
     return claim_in_section(element_size, n, partial, claimed_count);
   }
-  size_type claim_in_section(size_type element_size, size_type n, bool partial,
-                             size_type* claimed_count) {
-    const Section section(*this, Section::ForClaim{});
-    if (section.solo()) return claim_solo(element_size, n, partial, claimed_count);
-    if (n == 1) {
-      if (claimed_count != nullptr) *claimed_count = 1;
-      return claim_one(element_size);
-    }
-    return claim_shared(element_size, n, partial, claimed_count);
-  }
   // The owner's whole append of one slot in solo mode, for an element whose construction runs
   // none of the user's code (a trivial copy: it cannot throw, append nor wait). Calls
   // construct(i) for the next slot i and returns i + 1; returns 0 having added nothing when this
@@ -222,6 +214,17 @@ class ConcurrentCore {
   void count_dropped(size_type n) noexcept { dropped_.fetch_add(n, std::memory_order_relaxed); }
 
  private:
+  // claim() for blocks, and in solo mode or while it ends.
+  size_type claim_in_section(size_type element_size, size_type n, bool partial,
+                             size_type* claimed_count) {
+    const Section section(*this, Section::ForClaim{});
+    if (section.solo()) return claim_solo(element_size, n, partial, claimed_count);
+    if (n == 1) {
+      if (claimed_count != nullptr) *claimed_count = 1;
+      return claim_one(element_size);
+    }
+    return claim_shared(element_size, n, partial, claimed_count);
+  }
   // ---- solo mode --------------------------------------------------------------------------------
   //
   // While only one thread (the owner) has appended, its claims and publishes are plain loads and
