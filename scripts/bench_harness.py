@@ -7,9 +7,9 @@ For each size: the harness's programs (floor, vector_reserve, dynarray, dynarray
 one process per run, nothing warmed, RUNS runs in alternating order, medians; then
 reservoir-bench's own throughput cells for floor, vector_reserve and dynarray at that size (--reps
 RUNS, medians). Prints the machine's first-touch fault cost, the harness's ratios (DynArray, with
-the default population (left to faults) and with every step populated ahead, against the floor and against vector +
-exact reserve) and, per contender, bench median / harness median: the bench agrees with
-the harness where that is within 10%. A report, not a test: timings on a loaded machine say little
+the default population, left to faults, and with every step populated ahead, against the floor
+and against vector + exact reserve) and, per contender, bench median / harness median: the bench
+agrees with the harness where that is within 10%. A report, not a test: timings on a loaded machine say little
 (the load average is printed). Standard library only.
 """
 import argparse
