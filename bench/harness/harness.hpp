@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <string>
+#include <type_traits>
 
 namespace harness {
 
@@ -70,6 +73,38 @@ int run(int argc, char** argv, Fill fill) {
               std::chrono::duration<double>(watch.at() - t0).count(),
               watch.faults() - faults_before);
   return 0;
+}
+
+// The element types besides int, made as reservoir-bench makes them: a std::string of 15
+// characters (held in the string's own buffer) and a std::unique_ptr<int> (one heap block each).
+template <class T>
+T element(std::uint64_t i) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return std::string(15, static_cast<char>('a' + i % 26));
+  } else {
+    return std::make_unique<int>(static_cast<int>(i));
+  }
+}
+
+// A value read from an element, so that the fill cannot be optimized away.
+inline std::uint64_t read(const std::string& s) {
+  return s.size() + static_cast<unsigned char>(s[0]);
+}
+inline std::uint64_t read(const std::unique_ptr<int>& p) {
+  return static_cast<std::uint64_t>(*p);
+}
+
+// The program for a container of T made by make(): push_back of n elements from empty, timed to
+// the last one (the container and its elements are destroyed after the clock stops).
+template <class T, class Make>
+int run_typed(int argc, char** argv, Make make) {
+  return run(argc, argv, [&make](std::uint64_t n, Stopwatch& watch) -> std::uint64_t {
+    auto c = make();
+    for (std::uint64_t i = 0; i < n; ++i)
+      c.push_back(element<T>(i));
+    watch.stop();
+    return c.size() + read(c.back());
+  });
 }
 
 }  // namespace harness
