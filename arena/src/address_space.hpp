@@ -26,4 +26,9 @@ void count_pool_spare(std::size_t size, bool spare) noexcept;
 std::size_t parked_bytes() noexcept;
 std::size_t pool_spare_bytes() noexcept;
 
+// pal::address_space_size() if a reading of the address-space limit (RLIMIT_AS) taken at most
+// 20 ms ago found none (budget.cpp keeps it), else 0: then the caller reads the limit itself.
+// Spares the pools the system calls default_reservation_size() has just made for the same array.
+std::size_t recent_unlimited_address_space() noexcept;
+
 }  // namespace reservoir::detail

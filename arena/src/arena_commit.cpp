@@ -53,10 +53,6 @@ detail::GrowthState Arena::growth_state(std::size_t bytes) const noexcept {
   s.granule = granule();
   s.max_step = max_step();
   s.prefault = has(kPrefault);
-  // Below kDoublingStepLimit both policies take the same doubling steps, so the machine's huge-page
-  // setting (files to read) is asked only once the arena or the request reaches it.
-  s.huge_pages = has(kHugePages) && std::max(bytes, committed_) >= kDoublingStepLimit &&
-                 huge_pages_in_effect();
   // Under a memory limit every committed byte must be charged as it is backed, which only
   // bounded, populated steps do exactly: an unpopulated step's pages are not in the usage the
   // next reading sees. The step commits at most what is asked past the committed prefix plus one
@@ -66,6 +62,18 @@ detail::GrowthState Arena::growth_state(std::size_t bytes) const noexcept {
   const std::size_t step = std::max(committed_, s.granule);
   s.limit_in_force = has(kRespectMemoryLimit) &&
                      detail::memory_limit_in_force(beyond > kMax - step ? kMax : beyond + step);
+  // Whether huge pages are in effect (files to read) is asked only where the answer can change
+  // the step: with prefault, from kDoublingStepLimit on (below it both policies take the same
+  // doubling steps); without it, once the step would reach past kHugePageThreshold (below it
+  // nothing is advised and nothing populated either way, so an array of up to 4 MiB reads nothing
+  // of the machine's huge-page setting).
+  if (has(kHugePages)) {
+    s.huge_pages = false;
+    const bool may_matter =
+        s.prefault ? std::max(bytes, committed_) >= kDoublingStepLimit
+                   : detail::plan_step(s, bytes, Populate::all).target > kHugePageThreshold;
+    s.huge_pages = may_matter && huge_pages_in_effect();
+  }
   return s;
 }
 

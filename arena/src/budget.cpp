@@ -40,6 +40,12 @@ std::int64_t now_ns() noexcept {
 
 }  // namespace
 
+std::size_t detail::recent_unlimited_address_space() noexcept {
+  return now_ns() < g_no_limit_until.load(std::memory_order_acquire)
+             ? g_no_limit_size.load(std::memory_order_relaxed)
+             : 0;
+}
+
 std::size_t address_space_budget() noexcept {
   const std::size_t set = g_budget.load(std::memory_order_relaxed);
   return set ? set : pal::address_space_size() / 2;

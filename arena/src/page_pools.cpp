@@ -141,7 +141,10 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, Threa
   //    slot would count against it), and a refused one is no error: the caller reserves a
   //    mapping of its own, as it would without the pools.
   if (is_large(k) && (sc.chunks.empty() || sc.chunks.back().carved == sc.chunks.back().slots)) {
-    if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) return false;
+    if (pal::AddressSpaceLimit l;
+        detail::recent_unlimited_address_space() == 0 && pal::address_space_limit(&l)) {
+      return false;
+    }
   }
   std::byte* fresh = carve(sc, k, error, open);
   if (fresh == nullptr) {

@@ -40,6 +40,13 @@
 namespace reservoir::detail {
 namespace {
 
+// pal::address_space_size(), from the reading the caller's default_reservation_size() just took
+// where it found no limit.
+std::size_t address_space() noexcept {
+  const std::size_t recent = recent_unlimited_address_space();
+  return recent ? recent : pal::address_space_size();
+}
+
 // A large class's first chunk holds this many slots, each later one twice the previous, up to a
 // cap of slots and of bytes. A new chunk costs about a dozen system calls (on Linux the
 // open-chunk checks read two /proc files), several times a default array's own cost, so where a
@@ -95,7 +102,7 @@ std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noex
   // A large chunk takes at most a sixteenth of the address space (a 39-bit arm64 kernel's
   // 512 GiB: 32 GiB, so 64 GiB slots are not pooled there), so that spare slots never crowd out
   // the rest of the program.
-  if (is_large(k) && bytes > pal::address_space_size() / kLargeChunkShare) {
+  if (is_large(k) && bytes > address_space() / kLargeChunkShare) {
     return std::make_error_code(std::errc::not_enough_memory);
   }
   const std::size_t fit = is_large(k) ? slots : (bytes - page) / stride;
@@ -131,7 +138,7 @@ std::size_t next_chunk(std::size_t k, std::size_t now) noexcept {
   if (!is_large(k)) return std::min(kMaxChunkBytes, now * 2);
   const pal::Capabilities machine = pal::capabilities();
   const LargeChunkCaps caps = machine.size_free_reservations ? kSizeFreeCaps : kSizedCaps;
-  const std::size_t most = std::min(caps.bytes, pal::address_space_size() / kLargeChunkShare);
+  const std::size_t most = std::min(caps.bytes, address_space() / kLargeChunkShare);
   const std::size_t cap = std::max(kFirstLargeChunkSlots,
                                    std::min(caps.slots, (most - machine.page_size) / stride_of(k)));
   return std::min(cap, now * 2);
