@@ -283,7 +283,8 @@ long read_calls() {
 
 // A fresh process's first small DynArray and first Arena read nothing (no cgroup file, no
 // /proc/meminfo, no huge-page setting: not one read() call, and no reading of the limits through
-// pal); an array that grows past kUnreadCommitBytes starts the checks.
+// pal); an arena without the limit checks reads nothing up to kHugePageThreshold; an array that
+// grows past kUnreadCommitBytes starts the checks.
 RESERVOIR_CHILD("memory_limit.first_array_reads_nothing") {
   const long r0 = read_calls();
   const long r1 = read_calls();
@@ -302,6 +303,28 @@ RESERVOIR_CHILD("memory_limit.first_array_reads_nothing") {
   // A sanitizer's runtime reads /proc files of its own (the memory map) as the process maps memory.
   if (after - before != own && !kAddressSanitizer && !kThreadSanitizer) return 3;
   if (pal::testing::calls(pal::Op::stats) != stats) return 4;
+  // Without the limit checks and with the default population (left to faults), the machine's
+  // huge-page setting is asked only once a step could reach past kHugePageThreshold: an arena
+  // grown to exactly that reads nothing; its next step reads the setting (where the file exists).
+  {
+    reservoir::ArenaOptions unchecked;
+    unchecked.respect_memory_limit = false;
+    reservoir::Arena big(std::size_t{1} << 30, unchecked);
+    const long at_start = read_calls();
+    while (big.size() < reservoir::kHugePageThreshold)
+      static_cast<unsigned char*>(big.allocate(std::size_t{64} << 10))[0] = 4;
+    const long at_threshold = read_calls();
+    if (big.committed() != reservoir::kHugePageThreshold) return 7;
+    if (at_threshold - at_start != own && !kAddressSanitizer && !kThreadSanitizer) return 8;
+    static_cast<unsigned char*>(big.allocate(1))[0] = 5;
+    const long past = read_calls();
+    std::printf("huge-page setting: read() calls %ld up to 4 MiB, %ld past it; ",
+                at_threshold - at_start - own, past - at_threshold - own);
+    if (past - at_threshold == own && !kAddressSanitizer && !kThreadSanitizer &&
+        std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
+      return 9;  // the setting was never asked
+    }
+  }
   for (int i = 0; i < (4 << 20) / 4; ++i)
     a.push_back(i);
   std::printf("after 4 MiB: limit readings %llu\n",
