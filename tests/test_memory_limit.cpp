@@ -305,7 +305,10 @@ RESERVOIR_CHILD("memory_limit.first_array_reads_nothing") {
   if (pal::testing::calls(pal::Op::stats) != stats) return 4;
   // Without the limit checks and with the default population (left to faults), the machine's
   // huge-page setting is asked only once a step could reach past kHugePageThreshold: an arena
-  // grown to exactly that reads nothing; its next step reads the setting.
+  // grown to exactly that reads nothing; its next step reads the setting. This relies on nothing
+  // before it having asked pal::capabilities() in this process (it reads the setting once, for
+  // good): `big` takes a slot of the pools' first large chunk (kFirstLargeChunkSlots is 2), so
+  // no new chunk is sized (next_chunk asks it).
   {
     reservoir::ArenaOptions unchecked;
     unchecked.respect_memory_limit = false;

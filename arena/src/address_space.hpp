@@ -27,8 +27,9 @@ std::size_t parked_bytes() noexcept;
 std::size_t pool_spare_bytes() noexcept;
 
 // pal::address_space_size() if a reading of the address-space limit (RLIMIT_AS) taken at most
-// 20 ms ago found none (budget.cpp keeps it), else 0: then the caller reads the limit itself.
-// Spares the pools the system calls default_reservation_size() has just made for the same array.
+// 20 ms ago, by any thread, found none (budget.cpp keeps it), else 0: then the caller reads the
+// limit itself. Spares the pools the system calls that the sizing of a default array has usually
+// just made (default_reservation_size()); how stale it may be: budget.cpp.
 std::size_t recent_unlimited_address_space() noexcept;
 
 }  // namespace reservoir::detail

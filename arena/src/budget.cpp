@@ -26,8 +26,11 @@ std::atomic<std::size_t> g_budget{0};  // set by hand; 0: automatic
 // a system call (two: pal::address_space_limit and pal::address_space_size), more than a recycled
 // default array costs otherwise; a limit set later is seen by default arrays made
 // kNoLimitReadingAge after the last reading at most (until then a reservation the kernel refuses
-// still falls back to a smaller one). A limit in force is read every time: what it leaves
-// changes with every mapping.
+// still falls back to a smaller one). The pools' large chunks take the same reading
+// (detail::recent_unlimited_address_space), so a limit set within that time may also meet a new
+// chunk reserved as if there were none: the kernel refuses it if it does not fit (the array then
+// reserves a mapping of its own), and if it fits its spare slots count against the limit until
+// trim_pools(). A limit in force is read every time: what it leaves changes with every mapping.
 constexpr std::int64_t kNoLimitReadingAge = 20'000'000;  // 20 ms
 std::atomic<std::int64_t> g_no_limit_until{0};
 std::atomic<std::size_t> g_no_limit_size{0};

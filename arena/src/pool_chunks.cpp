@@ -40,8 +40,8 @@
 namespace reservoir::detail {
 namespace {
 
-// pal::address_space_size(), from the reading the caller's default_reservation_size() just took
-// where it found no limit.
+// pal::address_space_size(), from a reading of at most 20 ms ago that found no limit where there
+// is one (recent_unlimited_address_space), else read now.
 std::size_t address_space() noexcept {
   const std::size_t recent = recent_unlimited_address_space();
   return recent ? recent : pal::address_space_size();

@@ -45,7 +45,9 @@ struct ArenaOptions {
   //     as prefault says, but no more than half of itself beyond the bytes asked for (so at
   //     most 1.5x the bytes in use are resident), and at most kPopulatedStepLimit at a time.
   //     Huge pages count from kDoublingStepLimit up (below it both policies take the same
-  //     steps, and the machine's huge-page setting is not read until an arena gets there).
+  //     steps). The machine's huge-page setting is read only where it can change a step: with
+  //     prefault, once an arena reaches kDoublingStepLimit; without it, once a step would reach
+  //     past kHugePageThreshold.
   //   - bounded (prefault on and no huge pages, or a memory limit in force with
   //     respect_memory_limit): doubling up to kDoublingStepLimit, then at least that and at least
   //     committed()/8, never more than kPopulatedStepLimit: every step is populated (and charged
