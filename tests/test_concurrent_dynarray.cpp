@@ -247,6 +247,64 @@ int wait_child(pid_t pid, std::chrono::steady_clock::time_point deadline) {
     ::usleep(500);
   }
 }
+
+// What a run of forks came to: children forked, hung (killed at their deadline), and failed
+// (fork() refused, or a child that exited non-zero or died of a signal).
+struct ForkTally {
+  int forks = 0;
+  int hangs = 0;
+  int failures = 0;
+  bool clean() const noexcept { return hangs == 0 && failures == 0 && forks > 0; }
+  void print(const char* end = "\n") const {
+    std::printf("forks %d, hangs %d, failures %d%s", forks, hangs, failures, end);
+  }
+};
+
+// Forks up to `count` children, one at a time, while keep_going() says so. Each child runs
+// child() and exits with what it returns (an exception: reported, exit 4); the parent waits up to
+// `timeout` for it.
+template <class KeepGoing, class Child>
+void fork_children(ForkTally& tally, int count, std::chrono::seconds timeout, KeepGoing keep_going,
+                   Child child) {
+  for (int f = 0; f < count && keep_going(); ++f) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ++tally.failures;
+      continue;
+    }
+    if (pid == 0) {
+      try {
+        ::_exit(child());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child: %s\n", e.what());
+        ::_exit(4);
+      }
+    }
+    ++tally.forks;
+    const int r = wait_child(pid, std::chrono::steady_clock::now() + timeout);
+    tally.hangs += r == 1;
+    tally.failures += r == 2;
+  }
+}
+
+// The child's one append to `a`: exit status 0 if it was appended.
+int append_once(ConcurrentDynArray<int>& a) {
+  return a.push_back(3) >= 1 ? 0 : 3;
+}
+
+// The solo-mode owner of the fork tests: appends until `stop` or the array is half full (a
+// child's append must not find it full), and sets `started` after its first append.
+void own_until(ConcurrentDynArray<int>& a, std::size_t max, const std::atomic<bool>& stop,
+               std::atomic<bool>& started) {
+  try {
+    a.push_back(1);
+    started = true;
+    while (!stop.load(std::memory_order_relaxed) && a.size() < max / 2)
+      a.push_back(2);
+  } catch (const std::length_error&) {  // full: this round is over
+    started = true;
+  }
+}
 }  // namespace
 
 // Forks while two threads push_back to a shared-mode array that commits a page at a time (so a
@@ -255,8 +313,8 @@ int wait_child(pid_t pid, std::chrono::steady_clock::time_point deadline) {
 RESERVOIR_CHILD("concurrent.fork_while_pushing") {
   constexpr int kRounds = 40, kForksPerRound = 5;
   constexpr std::size_t kMax = std::size_t{1} << 24;
-  int forks = 0, hangs = 0, failures = 0;
-  for (int round = 0; round < kRounds && hangs == 0; ++round) {
+  ForkTally tally;
+  for (int round = 0; round < kRounds && tally.hangs == 0; ++round) {
     reservoir::ArenaOptions o;
     o.commit_granule = o.max_commit_step = pal::page_size();  // a commit every page of elements
     ConcurrentDynArray<int> a(reservoir::max_elements(kMax), o);
@@ -277,31 +335,15 @@ RESERVOIR_CHILD("concurrent.fork_while_pushing") {
     }
     while (started.load() < 2 && a.size() < kMax / 2)
       std::this_thread::yield();
-    for (int f = 0; f < kForksPerRound && a.size() < kMax / 2; ++f) {
-      const pid_t pid = ::fork();
-      if (pid < 0) {
-        ++failures;
-        continue;
-      }
-      if (pid == 0) {
-        try {
-          ::_exit(a.push_back(3) >= 1 ? 0 : 3);
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "child: %s\n", e.what());
-          ::_exit(4);
-        }
-      }
-      ++forks;
-      const int r = wait_child(pid, std::chrono::steady_clock::now() + std::chrono::seconds(20));
-      hangs += r == 1;
-      failures += r == 2;
-    }
+    fork_children(
+        tally, kForksPerRound, std::chrono::seconds(20), [&] { return a.size() < kMax / 2; },
+        [&] { return append_once(a); });
     stop = true;
     for (std::thread& t : pushers)
       t.join();
   }
-  std::printf("forks %d, hangs %d, failures %d\n", forks, hangs, failures);
-  return hangs == 0 && failures == 0 && forks > 0 ? 0 : 1;
+  tally.print();
+  return tally.clean() ? 0 : 1;
 }
 
 // A thread that is not the forking one appends alone (solo mode) to an array that commits a page
@@ -313,50 +355,24 @@ RESERVOIR_CHILD("concurrent.fork_during_solo") {
   constexpr int kRounds = 40, kForksPerRound = 5;
   constexpr std::size_t kMax = std::size_t{1} << 24;
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(8);
-  int forks = 0, hangs = 0, failures = 0;
-  for (int round = 0; round < kRounds && hangs == 0 && std::chrono::steady_clock::now() < end;
+  ForkTally tally;
+  for (int round = 0; round < kRounds && tally.hangs == 0 && std::chrono::steady_clock::now() < end;
        ++round) {
     reservoir::ArenaOptions o;
     o.commit_granule = o.max_commit_step = pal::page_size();  // a commit every page of elements
     ConcurrentDynArray<int> a(reservoir::max_elements(kMax), o);
     std::atomic<bool> started{false}, stop{false};
-    std::thread owner([&] {
-      try {
-        a.push_back(1);
-        started = true;
-        // Half full at most: a child's append must not find the array full.
-        while (!stop.load(std::memory_order_relaxed) && a.size() < kMax / 2)
-          a.push_back(2);
-      } catch (const std::length_error&) {
-        started = true;
-      }
-    });
+    std::thread owner([&] { own_until(a, kMax, stop, started); });
     while (!started.load())
       std::this_thread::yield();
-    for (int f = 0; f < kForksPerRound && a.size() < kMax / 2; ++f) {
-      const pid_t pid = ::fork();
-      if (pid < 0) {
-        ++failures;
-        continue;
-      }
-      if (pid == 0) {
-        try {
-          ::_exit(a.push_back(3) >= 1 ? 0 : 3);
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "child: %s\n", e.what());
-          ::_exit(4);
-        }
-      }
-      ++forks;
-      const int r = wait_child(pid, std::chrono::steady_clock::now() + std::chrono::seconds(2));
-      hangs += r == 1;
-      failures += r == 2;
-    }
+    fork_children(
+        tally, kForksPerRound, std::chrono::seconds(2), [&] { return a.size() < kMax / 2; },
+        [&] { return append_once(a); });
     stop = true;
     owner.join();
   }
-  std::printf("forks %d, hangs %d, failures %d\n", forks, hangs, failures);
-  return hangs == 0 && failures == 0 && forks > 0 ? 0 : 1;
+  tally.print();
+  return tally.clean() ? 0 : 1;
 }
 
 // As above, and a third thread ends solo mode while the main thread forks: a child forked while
@@ -366,24 +382,14 @@ RESERVOIR_CHILD("concurrent.fork_while_ending_solo") {
   constexpr int kRounds = 200, kForksPerRound = 3;
   constexpr std::size_t kMax = std::size_t{1} << 24;
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(8);
-  int forks = 0, hangs = 0, failures = 0;
-  for (int round = 0; round < kRounds && hangs == 0 && std::chrono::steady_clock::now() < end;
+  ForkTally tally;
+  for (int round = 0; round < kRounds && tally.hangs == 0 && std::chrono::steady_clock::now() < end;
        ++round) {
     reservoir::ArenaOptions o;
     o.commit_granule = o.max_commit_step = pal::page_size();
     ConcurrentDynArray<int> a(reservoir::max_elements(kMax), o);
     std::atomic<bool> started{false}, stop{false}, go{false};
-    std::thread owner([&] {
-      try {
-        a.push_back(1);
-        started = true;
-        // Half full at most: a child's append must not find the array full.
-        while (!stop.load(std::memory_order_relaxed) && a.size() < kMax / 2)
-          a.push_back(2);
-      } catch (const std::length_error&) {  // full: this round is over
-        started = true;
-      }
-    });
+    std::thread owner([&] { own_until(a, kMax, stop, started); });
     while (!started.load())
       std::this_thread::yield();
     std::thread ender([&] {
@@ -395,37 +401,22 @@ RESERVOIR_CHILD("concurrent.fork_while_ending_solo") {
       }
     });
     go = true;
-    for (int f = 0; f < kForksPerRound; ++f) {
-      const pid_t pid = ::fork();
-      if (pid < 0) {
-        ++failures;
-        continue;
-      }
-      if (pid == 0) {
-        try {
-          ::_exit(a.push_back(3) >= 1 ? 0 : 3);
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "child: %s\n", e.what());
-          ::_exit(4);
-        }
-      }
-      ++forks;
-      const int r = wait_child(pid, std::chrono::steady_clock::now() + std::chrono::seconds(2));
-      hangs += r == 1;
-      failures += r == 2;
-    }
+    fork_children(
+        tally, kForksPerRound, std::chrono::seconds(2), [] { return true; },
+        [&] { return append_once(a); });
     ender.join();
     stop = true;
     owner.join();
   }
-  std::printf("forks %d, hangs %d, failures %d\n", forks, hangs, failures);
-  return hangs == 0 && failures == 0 && forks > 0 ? 0 : 1;
+  tally.print();
+  return tally.clean() ? 0 : 1;
 }
 
 // Two threads push_back against a memory limit that refuses commits, so the claims keep closing
 // (one-slot claims past capacity undone) and reopening; the main thread forks, and each child
 // lifts the limit and appends. A child forked while the claims were closed must reopen them: the
-// parent's undone claims never leave in the child. Prints "forks F, stuck S, failures X".
+// parent's undone claims never leave in the child. Prints "forks F, hangs H, failures X,
+// refusals R" (a child that cannot append in three tries exits 5: a failure).
 RESERVOIR_CHILD("concurrent.fork_while_closed") {
   constexpr int kForks = 100;
   reservoir::ArenaOptions o;
@@ -450,36 +441,28 @@ RESERVOIR_CHILD("concurrent.fork_while_closed") {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(8);
   while (refusals.load() < 1000 && std::chrono::steady_clock::now() < end)
     std::this_thread::yield();
-  int forks = 0, stuck = 0, failures = 0;
-  for (int f = 0; f < kForks && std::chrono::steady_clock::now() < end; ++f) {
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      ++failures;
-      continue;
-    }
-    if (pid == 0) {
-      reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
-      for (int k = 0; k < 3; ++k) {
-        try {
-          (void)a.push_back(3);
-          ::_exit(0);
-        } catch (const std::exception&) {
+  ForkTally tally;
+  fork_children(
+      tally, kForks, std::chrono::seconds(2),
+      [&] { return std::chrono::steady_clock::now() < end; },
+      [&] {
+        reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
+        for (int k = 0; k < 3; ++k) {
+          try {
+            (void)a.push_back(3);
+            return 0;
+          } catch (const std::exception&) {
+          }
         }
-      }
-      ::_exit(5);
-    }
-    ++forks;
-    const int r = wait_child(pid, std::chrono::steady_clock::now() + std::chrono::seconds(2));
-    stuck += r == 2;
-    failures += r == 1;
-  }
+        return 5;
+      });
   stop = true;
   for (std::thread& t : pushers)
     t.join();
   reservoir::set_memory_limit(reservoir::kMemoryLimitAuto);
-  std::printf("forks %d, stuck %d, failures %d, refusals %ld\n", forks, stuck, failures,
-              refusals.load());
-  return stuck == 0 && failures == 0 && forks > 0 && refusals.load() > 0 ? 0 : 1;
+  tally.print("");
+  std::printf(", refusals %ld\n", refusals.load());
+  return tally.clean() && refusals.load() > 0 ? 0 : 1;
 }
 #endif
 
@@ -496,6 +479,28 @@ RESERVOIR_CHILD("concurrent.writer_drops_unreported") {
   std::printf("dropped %zu size %zu\n", a.dropped(), a.size());
   return 0;
 }
+
+namespace {
+// Runs one of the fork children above and checks that it forked and that no child hung or failed
+// (skipped where fork cannot be tested with threads: Windows, ThreadSanitizer, AddressSanitizer,
+// valgrind).
+void check_fork_child(const char* name) {
+#if defined(_WIN32) || defined(RESERVOIR_TEST_TSAN)
+  (void)name;
+  MESSAGE("skipped: no fork on Windows; ThreadSanitizer does not support forking threads");
+#else
+  if (kAddressSanitizer || test::under_valgrind()) {
+    MESSAGE("skipped under AddressSanitizer and valgrind: not fork-safe with threads");
+    return;
+  }
+  const test::ProcessResult r = test::run_child(name);
+  MESSAGE(test::describe(r) << ": " << r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("hangs 0, failures 0") != std::string::npos);
+#endif
+}
+}  // namespace
 
 TEST_SUITE("concurrent") {
   TEST_CASE("single-threaded basics and limits") {
@@ -1753,67 +1758,19 @@ TEST_SUITE("concurrent") {
   }
 
   TEST_CASE("fork while two threads push_back: the child's append never waits for them") {
-#if defined(_WIN32) || defined(RESERVOIR_TEST_TSAN)
-    MESSAGE("skipped: no fork on Windows; ThreadSanitizer does not support forking threads");
-#else
-    if (kAddressSanitizer || test::under_valgrind()) {
-      MESSAGE("skipped under AddressSanitizer and valgrind: not fork-safe with threads");
-      return;
-    }
-    const test::ProcessResult r = test::run_child("concurrent.fork_while_pushing");
-    MESSAGE(test::describe(r) << ": " << r.output);
-    CHECK(r.exited);
-    CHECK(r.exit_code == 0);
-    CHECK(r.output.find("hangs 0,") != std::string::npos);
-#endif
+    check_fork_child("concurrent.fork_while_pushing");
   }
 
   TEST_CASE("fork while the solo owner appends: the child's append does not wait for it") {
-#if defined(_WIN32) || defined(RESERVOIR_TEST_TSAN)
-    MESSAGE("skipped: no fork on Windows; ThreadSanitizer does not support forking threads");
-#else
-    if (kAddressSanitizer || test::under_valgrind()) {
-      MESSAGE("skipped under AddressSanitizer and valgrind: not fork-safe with threads");
-      return;
-    }
-    const test::ProcessResult r = test::run_child("concurrent.fork_during_solo");
-    MESSAGE(test::describe(r) << ": " << r.output);
-    CHECK(r.exited);
-    CHECK(r.exit_code == 0);
-    CHECK(r.output.find("hangs 0,") != std::string::npos);
-#endif
+    check_fork_child("concurrent.fork_during_solo");
   }
 
   TEST_CASE("fork while another thread ends solo mode: the child finishes the end itself") {
-#if defined(_WIN32) || defined(RESERVOIR_TEST_TSAN)
-    MESSAGE("skipped: no fork on Windows; ThreadSanitizer does not support forking threads");
-#else
-    if (kAddressSanitizer || test::under_valgrind()) {
-      MESSAGE("skipped under AddressSanitizer and valgrind: not fork-safe with threads");
-      return;
-    }
-    const test::ProcessResult r = test::run_child("concurrent.fork_while_ending_solo");
-    MESSAGE(test::describe(r) << ": " << r.output);
-    CHECK(r.exited);
-    CHECK(r.exit_code == 0);
-    CHECK(r.output.find("hangs 0,") != std::string::npos);
-#endif
+    check_fork_child("concurrent.fork_while_ending_solo");
   }
 
   TEST_CASE("fork while refused commits close the claims: the child's claims reopen") {
-#if defined(_WIN32) || defined(RESERVOIR_TEST_TSAN)
-    MESSAGE("skipped: no fork on Windows; ThreadSanitizer does not support forking threads");
-#else
-    if (kAddressSanitizer || test::under_valgrind()) {
-      MESSAGE("skipped under AddressSanitizer and valgrind: not fork-safe with threads");
-      return;
-    }
-    const test::ProcessResult r = test::run_child("concurrent.fork_while_closed");
-    MESSAGE(test::describe(r) << ": " << r.output);
-    CHECK(r.exited);
-    CHECK(r.exit_code == 0);
-    CHECK(r.output.find("stuck 0,") != std::string::npos);
-#endif
+    check_fork_child("concurrent.fork_while_closed");
   }
 
   TEST_CASE("a Writer never loses elements silently: flush throws, take_buffered, dropped()") {
