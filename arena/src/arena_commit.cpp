@@ -68,7 +68,6 @@ detail::GrowthState Arena::growth_state(std::size_t bytes) const noexcept {
   // nothing is advised and nothing populated either way, so an array of up to 4 MiB reads nothing
   // of the machine's huge-page setting).
   if (has(kHugePages)) {
-    s.huge_pages = false;
     const bool may_matter =
         s.prefault ? std::max(bytes, committed_) >= kDoublingStepLimit
                    : detail::plan_step(s, bytes, Populate::all).target > kHugePageThreshold;

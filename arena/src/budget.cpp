@@ -65,18 +65,19 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept {
   // fits in the budget an array gets it even where the 1 GiB tier would not fit. When no more
   // than kDefaultTierLeast is left: 0, a refusal decided here rather than by a failing mmap.
   std::size_t cap = kMax;
-  std::size_t space = 0;  // pal::address_space_size(), when a recent reading found no limit
-  if (const std::int64_t now = now_ns(); now < g_no_limit_until.load(std::memory_order_acquire)) {
-    space = g_no_limit_size.load(std::memory_order_relaxed);
-  } else if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) {
-    const std::size_t in_use = l.in_use ? l.in_use : reserved_address_space();
-    const std::size_t left = l.limit > in_use ? l.limit - in_use : 0;
-    if (left <= kDefaultTierLeast) return 0;
-    cap = std::max(left / 2 / 4096 * 4096, kDefaultTierLeast);
-  } else {
-    space = pal::address_space_size();
-    g_no_limit_size.store(space, std::memory_order_relaxed);
-    g_no_limit_until.store(now + kNoLimitReadingAge, std::memory_order_release);
+  // pal::address_space_size(), when a recent reading found no limit
+  std::size_t space = detail::recent_unlimited_address_space();
+  if (space == 0) {
+    if (pal::AddressSpaceLimit l; pal::address_space_limit(&l)) {
+      const std::size_t in_use = l.in_use ? l.in_use : reserved_address_space();
+      const std::size_t left = l.limit > in_use ? l.limit - in_use : 0;
+      if (left <= kDefaultTierLeast) return 0;
+      cap = std::max(left / 2 / 4096 * 4096, kDefaultTierLeast);
+    } else {
+      space = pal::address_space_size();
+      g_no_limit_size.store(space, std::memory_order_relaxed);
+      g_no_limit_until.store(now_ns() + kNoLimitReadingAge, std::memory_order_release);
+    }
   }
   const std::size_t set = g_budget.load(std::memory_order_relaxed);
   const std::size_t budget = set ? set : space ? space / 2 : address_space_budget();

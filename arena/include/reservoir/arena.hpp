@@ -65,7 +65,7 @@ struct ArenaOptions {
   // Back each newly committed step with RAM at once (Linux MADV_POPULATE_WRITE, then a store
   // per page; elsewhere the stores alone), so no append takes a page fault: a flat p99.99, paid
   // for with one append per step that waits for the whole step's population (up to
-  // kPopulatedStepLimit: 0.6 ms to several ms where the host is slow to hand out memory) and two
+  // kPopulatedStepLimit of population; docs/big-arrays.md has the figures) and two
   // system calls per step. Off (the default), committing is a permission change in geometric
   // steps (O(log n) calls) and each page is backed by the append that first writes it, as
   // std::vector's reserved buffer is: the same throughput and worst append as vector + exact
