@@ -20,10 +20,11 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/reservoirConfig.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/reservoir)
 set(RESERVOIR_PC_LIBS "-lreservoir")
 # A static library's own dependencies: the thread library (std::mutex, thread_local) and, on
-# Windows, psapi. `pkg-config --static --libs reservoir` adds them.
+# Windows, psapi and synchronization (WaitOnAddress). `pkg-config --static --libs reservoir` adds
+# them.
 set(RESERVOIR_PC_LIBS_PRIVATE "-pthread")
 if(WIN32)
-  string(APPEND RESERVOIR_PC_LIBS " -lpsapi")
+  string(APPEND RESERVOIR_PC_LIBS " -lpsapi -lsynchronization")
   set(RESERVOIR_PC_LIBS_PRIVATE "")
 endif()
 # Relocatable: the prefix is found from the .pc file's own location, so `cmake --install --prefix`

@@ -2,6 +2,8 @@
 // processes for scenarios that must crash (guard pages) or need a fresh process (peak memory).
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -9,11 +11,13 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <ostream>  // doctest prints std::error_code with it
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include <reservoir/arena.hpp>
@@ -264,5 +268,38 @@ std::string describe(const ProcessResult& r);
 // Prepares this (child) process to die of a fault in the plain way: default signal disposition,
 // so sanitizers and the test framework do not turn the fault into an ordinary exit.
 void expect_fault_here();
+
+// Ends the process with a message and exit code 3 unless it is disarmed (destroyed) within
+// `seconds`: a test that would hang (a lost wake-up) fails instead, naming itself, before the
+// suite's timeout.
+class HangWatchdog {
+ public:
+  HangWatchdog(const char* what, double seconds)
+      : thread_([this, what, seconds] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          if (!done_cv_.wait_for(lock, std::chrono::duration<double>(seconds),
+                                 [this] { return done_; })) {
+            std::fprintf(stderr, "hung: %s did not finish within %g s\n", what, seconds);
+            std::fflush(stderr);
+            std::_Exit(3);
+          }
+        }) {}
+  ~HangWatchdog() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    thread_.join();
+  }
+  HangWatchdog(const HangWatchdog&) = delete;
+  HangWatchdog& operator=(const HangWatchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: started once the members it uses exist
+};
 
 }  // namespace test

@@ -195,6 +195,29 @@ TEST_SUITE("pal") {
     CHECK_FALSE(pal::decommit(r.base, pal::page_size()));
   }
 
+  TEST_CASE("wait_while_equal sleeps until the word changes, and no wake is ever lost") {
+    std::atomic<std::uint32_t> turn{7};
+    pal::wait_while_equal(turn, 8);  // the word differs: back at once
+    pal::wake_all(turn);             // nobody waits: harmless
+    // Two threads hand the word to each other: each waits for its turn, then passes it on and
+    // wakes the other. One lost wake leaves both asleep, and the watchdog fails the test.
+    const std::uint32_t rounds = test::under_valgrind() ? 500 : 5000;
+    const test::HangWatchdog watchdog("the wait_while_equal hand-overs", 300);
+    auto side = [&turn, rounds](std::uint32_t first) {
+      for (std::uint32_t mine = first; mine < 2 * rounds; mine += 2) {
+        for (std::uint32_t seen; (seen = turn.load(std::memory_order_acquire)) != mine;)
+          pal::wait_while_equal(turn, seen);
+        turn.store(mine + 1, std::memory_order_release);
+        pal::wake_all(turn);
+      }
+    };
+    turn.store(0);
+    std::thread other(side, 1);
+    side(0);
+    other.join();
+    CHECK(turn.load() == 2 * rounds);
+  }
+
   TEST_CASE("current RSS rises by roughly the bytes touched, and falls on decommit") {
     const std::size_t n = 64 * kMiB;
     Reservation r(n);

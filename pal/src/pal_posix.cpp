@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,7 @@
 #endif
 
 #if RESERVOIR_PAL_LINUX
+#include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #endif
@@ -500,6 +502,39 @@ std::error_code process_barrier() noexcept {
 
 void yield_thread() noexcept {
   (void)::sched_yield();  // cannot fail on Linux, macOS or FreeBSD
+}
+
+namespace {
+void sleep_word_poll() noexcept {
+  timespec interval{0, static_cast<long>(kWordPollMicroseconds) * 1000};
+  (void)::nanosleep(&interval, nullptr);  // EINTR only ends the sleep early: the caller re-checks
+}
+}  // namespace
+
+void wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
+#if RESERVOIR_PAL_LINUX
+  // The kernel compares the word with `expected` under its own lock before it sleeps, so a wake
+  // after the change cannot be missed. EAGAIN (the word had changed) and EINTR return to the
+  // caller; anything else (no futex here: ENOSYS under a seccomp filter) sleeps one poll instead,
+  // so the caller's loop never spins.
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  if (::syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0) != 0 &&
+      errno != EAGAIN && errno != EINTR) {
+    sleep_word_poll();
+  }
+#else
+  if (word.load(std::memory_order_relaxed) == expected) sleep_word_poll();
+#endif
+}
+
+void wake_all(const std::atomic<std::uint32_t>& word) noexcept {
+#if RESERVOIR_PAL_LINUX
+  // Fails only where the wait failed too (no futex), and such waiters poll.
+  (void)::syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, std::numeric_limits<int>::max(), nullptr,
+                  nullptr, 0);
+#else
+  (void)word;  // the waiters poll
+#endif
 }
 
 // The huge-page advice, or -1 where this system's headers lack it (linux_advice: not supported).

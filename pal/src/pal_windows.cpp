@@ -8,6 +8,7 @@
 #include <windows.h>
 // windows.h first: psapi.h needs its types.
 #include <psapi.h>
+#include <synchapi.h>  // WaitOnAddress: link synchronization
 
 #include <array>
 #include <atomic>
@@ -189,6 +190,20 @@ std::error_code process_barrier() noexcept {
 
 void yield_thread() noexcept {
   (void)::SwitchToThread();  // FALSE only means no other thread was ready
+}
+
+void wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
+  // WaitOnAddress compares under the lock its wake takes, so a wake after the change cannot be
+  // missed; it returns FALSE only on a timeout, which INFINITE never reaches. Were it to fail
+  // anyway, a millisecond's sleep keeps the caller's loop from spinning.
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  std::uint32_t compare = expected;
+  auto* address = const_cast<std::atomic<std::uint32_t>*>(&word);
+  if (!::WaitOnAddress(address, &compare, sizeof(compare), INFINITE)) ::Sleep(1);
+}
+
+void wake_all(const std::atomic<std::uint32_t>& word) noexcept {
+  ::WakeByAddressAll(const_cast<std::atomic<std::uint32_t>*>(&word));
 }
 
 // ---- per-thread values --------------------------------------------------------------------------
