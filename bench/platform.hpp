@@ -50,6 +50,16 @@ std::string self_executable_path();
 // unless that is not the program itself (under valgrind); otherwise self_executable_path().
 std::string self_reexec_path();
 
+// The exit code of a child that outlived its time budget on Windows (see end_after); POSIX
+// children die of SIGALRM instead.
+inline constexpr int kTimedOutExitCode = 124;
+
+// Ends this process once `seconds` have passed, unless it ended before (0 or less: never).
+// POSIX: alarm(), so it dies of SIGALRM. Windows, which has no alarm: a watchdog thread
+// terminates it with kTimedOutExitCode, whatever its other threads are doing (even asleep in a
+// wait that will never end).
+void end_after(double seconds);
+
 // Runs `path` with `args` (argv[1..]), captures its stdout, waits for it. stderr is inherited.
 // OS failures carry errno / GetLastError() (reservoir::pal::os_category()).
 std::error_code run_process(const std::string& path, const std::vector<std::string>& args,

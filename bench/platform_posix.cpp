@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -165,6 +166,10 @@ std::string self_reexec_path() {
   if (path.empty()) return "/proc/self/exe";
 #endif
   return path;
+}
+
+void end_after(double seconds) {
+  if (seconds > 0) alarm(static_cast<unsigned>(std::ceil(seconds)));
 }
 
 std::error_code run_process(const std::string& path, const std::vector<std::string>& args,

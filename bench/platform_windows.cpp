@@ -9,6 +9,9 @@
 // windows.h first: psapi.h needs its types.
 #include <psapi.h>
 
+#include <chrono>
+#include <cstdio>
+#include <thread>
 #include <utility>
 
 #include <reservoir/pal.hpp>
@@ -118,6 +121,15 @@ std::string self_executable_path() {
 // Windows keeps a running .exe's file locked, so its path always names the running image.
 std::string self_reexec_path() {
   return self_executable_path();
+}
+
+void end_after(double seconds) {
+  if (!(seconds > 0)) return;
+  std::thread([seconds] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    std::fflush(stdout);
+    ::TerminateProcess(::GetCurrentProcess(), kTimedOutExitCode);
+  }).detach();
 }
 
 std::error_code run_process(const std::string& path, const std::vector<std::string>& args,

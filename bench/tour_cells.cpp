@@ -69,8 +69,10 @@ std::map<std::string, std::string> run_cell(const Config& cfg, const std::string
     *status = line.substr(6);
 #if !defined(_WIN32)
   } else if (r.signal == SIGALRM) {
-    *status = fmt::format("timed out after {:g} s", std::ceil(cfg.cell_budget));
+#else
+  } else if (r.exited && r.exit_code == rb::kTimedOutExitCode) {
 #endif
+    *status = fmt::format("timed out after {:g} s", std::ceil(cfg.cell_budget));
   } else if (r.signal) {
     *status = fmt::format("killed by signal {}{}", r.signal,
                           r.signal == 9 ? " (SIGKILL: out of memory?)" : "");

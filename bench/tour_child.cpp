@@ -6,12 +6,14 @@
 #include "tour.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
 #include "clock.hpp"
 #include "collatz.hpp"
@@ -47,13 +49,17 @@ int child_main(int argc, char** argv) {
     return 2;
   }
   const std::string table = argv[2];
-#if !defined(_WIN32)
-  // The cell budget: SIGALRM ends a child that outlives it, the parent reports the timeout.
-  if (const char* budget = std::getenv("RESERVOIR_BENCH_CELL_BUDGET")) {
-    const double seconds = std::strtod(budget, nullptr);
-    if (seconds > 0) alarm(static_cast<unsigned>(std::ceil(seconds)));
+  // The cell budget: a child that outlives it ends (SIGALRM, or kTimedOutExitCode on Windows),
+  // and the parent reports the timeout.
+  if (const char* budget = std::getenv("RESERVOIR_BENCH_CELL_BUDGET"))
+    rb::end_after(std::strtod(budget, nullptr));
+  // RESERVOIR_BENCH_HANG_CELL=TABLE/CONTAINER: that cell never ends, as a hung one would (the
+  // tests check that the budget ends it on every OS and the run reports it).
+  if (const char* hang = std::getenv("RESERVOIR_BENCH_HANG_CELL");
+      hang && table + "/" + argv[3] == hang) {
+    for (;;)
+      std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-#endif
   // RESERVOIR_BENCH_FAIL_CELL=TABLE/CONTAINER: that cell fails as a broken one would (the tests
   // check that a failed cell makes the run exit 1 and loses no other result).
   if (const char* fail = std::getenv("RESERVOIR_BENCH_FAIL_CELL");

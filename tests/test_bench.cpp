@@ -2,6 +2,7 @@
 // reservoir-bench whose JSON is checked for shape and sanity. No test asserts a speed.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <random>
@@ -772,6 +773,31 @@ TEST_SUITE("bench") {
                                   &r));
     CHECK(r.exited);
     CHECK(r.exit_code == 0);
+  }
+
+  TEST_CASE("a cell that hangs is ended at its budget on every OS; the run goes on and says so") {
+    const test::TempDir dir("reservoir-bench-hung");
+    const std::string json_file = dir.file("hung.json");
+    const ScopedEnv hang("RESERVOIR_BENCH_HANG_CELL", "memory/dynarray");
+    rb::ProcessResult r;
+    const auto start = std::chrono::steady_clock::now();
+    REQUIRE_FALSE(rb::run_process(
+        bench_path(),
+        {"--only", "memory", "--sizes", "1e3", "--types", "int", "--containers", "dynarray,vector",
+         "--reps", "1", "--cell-budget", "2", "--json", json_file},
+        &r));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    INFO(r.output);
+    CHECK(r.exited);
+    CHECK(r.exit_code == 0);  // a budget, like --budget, is the user's choice, not a failure
+    CHECK(seconds < 120);     // ended by the budget, not by a test timeout
+    const auto doc = rb::json::parse(slurp_file(json_file));
+    std::map<std::string, std::string> status;
+    for (const auto& res : doc["results"].arr)
+      status[res["container"].str] = res["status"].str;
+    CHECK(status["dynarray"] == "timed out after 2 s");
+    CHECK(status["vector"] == "ok");
   }
 
   TEST_CASE("a failed cell makes the run exit 1; every other result is still written") {
