@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
                  "Tables to run, e.g. latency,memory (memory, throughput, latency, concurrent, "
                  "collatz, timeline, mixed, many; and bulk, not in the default run)");
   app.add_option("--cell-budget", cfg.cell_budget,
-                 "Seconds one cell's child may run before it is killed (POSIX; default: 20 for the "
+                 "Seconds one cell's child may run before it is ended (default: 20 for the "
                  "quick tour, 60 when --sizes, --types, --containers, --reps, --only, --threads, "
                  "--mixed-* or --many-arrays chooses what to measure)")
       ->check(rb::finite_range(1, 86400));
@@ -329,10 +329,11 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-#if !defined(_WIN32)
   // Read by every child (child_main): the cell budget.
-  setenv("RESERVOIR_BENCH_CELL_BUDGET", fmt::format("{:g}", cfg.cell_budget).c_str(), 1);
-#endif
+  if (!rb::set_environment("RESERVOIR_BENCH_CELL_BUDGET", fmt::format("{:g}", cfg.cell_budget))) {
+    std::fprintf(stderr, "reservoir-bench: cannot pass the cell budget to the cells\n");
+    return 1;
+  }
   cfg.ns_per_tick = rb::TickClock::calibrate();
   cfg.overhead_ticks = rb::TickClock::overhead_ticks();
   const std::uint64_t idle = idle_peak(cfg);

@@ -54,6 +54,10 @@ std::string self_reexec_path();
 // children die of SIGALRM instead.
 inline constexpr int kTimedOutExitCode = 124;
 
+// Sets an environment variable of this process, which the children it starts inherit. False if
+// the OS refused (no memory).
+bool set_environment(const char* name, const std::string& value);
+
 // Ends this process once `seconds` have passed, unless it ended before (0 or less: never).
 // POSIX: alarm(), so it dies of SIGALRM. Windows, which has no alarm: a watchdog thread
 // terminates it with kTimedOutExitCode, whatever its other threads are doing (even asleep in a

@@ -168,6 +168,10 @@ std::string self_reexec_path() {
   return path;
 }
 
+bool set_environment(const char* name, const std::string& value) {
+  return ::setenv(name, value.c_str(), 1) == 0;
+}
+
 void end_after(double seconds) {
   if (seconds > 0) alarm(static_cast<unsigned>(std::ceil(seconds)));
 }

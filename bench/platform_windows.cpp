@@ -10,7 +10,7 @@
 #include <psapi.h>
 
 #include <chrono>
-#include <cstdio>
+#include <cstdlib>  // _putenv_s
 #include <thread>
 #include <utility>
 
@@ -123,11 +123,15 @@ std::string self_reexec_path() {
   return self_executable_path();
 }
 
+bool set_environment(const char* name, const std::string& value) {
+  return ::_putenv_s(name, value.c_str()) == 0;
+}
+
 void end_after(double seconds) {
   if (!(seconds > 0)) return;
+  // No flush of stdout first: a hung thread may hold its lock. The parent needs only the code.
   std::thread([seconds] {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    std::fflush(stdout);
     ::TerminateProcess(::GetCurrentProcess(), kTimedOutExitCode);
   }).detach();
 }
