@@ -196,13 +196,13 @@ TEST_SUITE("pal") {
   }
 
   TEST_CASE("wait_while_equal sleeps until the word changes, and no wake is ever lost") {
+    const test::HangWatchdog watchdog("wait_while_equal", 300);
     std::atomic<std::uint32_t> turn{7};
     pal::wait_while_equal(turn, 8);  // the word differs: back at once
     pal::wake_all(turn);             // nobody waits: harmless
     // Two threads hand the word to each other: each waits for its turn, then passes it on and
     // wakes the other. One lost wake leaves both asleep, and the watchdog fails the test.
     const std::uint32_t rounds = test::under_valgrind() ? 500 : 5000;
-    const test::HangWatchdog watchdog("the wait_while_equal hand-overs", 300);
     auto side = [&turn, rounds](std::uint32_t first) {
       for (std::uint32_t mine = first; mine < 2 * rounds; mine += 2) {
         for (std::uint32_t seen; (seen = turn.load(std::memory_order_acquire)) != mine;)

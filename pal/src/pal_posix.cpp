@@ -505,8 +505,11 @@ void yield_thread() noexcept {
 }
 
 namespace {
+// The poll of wait_while_equal where it cannot sleep on the word itself.
+constexpr long kWordPollMicroseconds = 50;
+
 void sleep_word_poll() noexcept {
-  timespec interval{0, static_cast<long>(kWordPollMicroseconds) * 1000};
+  timespec interval{0, kWordPollMicroseconds * 1000};
   (void)::nanosleep(&interval, nullptr);  // EINTR only ends the sleep early: the caller re-checks
 }
 }  // namespace

@@ -159,16 +159,13 @@ void yield_thread() noexcept;
 
 // Sleeps while `word` holds `expected`, in the OS, until wake_all(word) or a change of the word;
 // may also return spuriously, so the caller re-checks. Linux: futex; Windows: WaitOnAddress;
-// other systems: a sleep of kWordPollMicroseconds, so a wake there is seen late but never missed.
+// other systems: a sleep of 50 us, so a wake there is seen late but never missed.
 // Not std::atomic::wait: libstdc++ where it has no futex (MinGW-w64, macOS, FreeBSD) checks the
 // value outside the lock its notify takes, so a notify can be lost and a waiter sleep for ever.
 void wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept;
 
 // Wakes every thread in wait_while_equal on `word`. Call it after changing the word.
 void wake_all(const std::atomic<std::uint32_t>& word) noexcept;
-
-// The poll of wait_while_equal where the OS has no call to wait on a word.
-inline constexpr std::uint32_t kWordPollMicroseconds = 50;
 
 // ---- memory limits
 // -------------------------------------------------------------------------------
