@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -29,8 +30,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <chrono>
 #endif
 
 using reservoir::ConcurrentDynArray;
@@ -529,6 +528,31 @@ void check_fork_child(const char* name) {
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("hangs 0, failures 0") != std::string::npos);
 #endif
+}
+}  // namespace
+
+namespace {
+// Holds the commit lock on purpose: the first commit the thread marked with t_hold_commit makes
+// (inside pal's commit, testing::on_call) waits there, under the lock, until another thread has
+// gone to sleep on that lock (pal counted a wait), or gives up after a minute.
+thread_local bool t_hold_commit = false;
+std::atomic<std::uint64_t> g_waits_at_hold{0};
+std::atomic<bool> g_held{false};
+std::atomic<bool> g_hold_gave_up{false};
+
+void hold_commit_until_a_wait() {
+  if (!t_hold_commit) return;
+  t_hold_commit = false;  // once
+  g_waits_at_hold = pal::testing::calls(pal::Op::wait);
+  g_held = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (pal::testing::calls(pal::Op::wait) == g_waits_at_hold.load()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      g_hold_gave_up = true;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 }  // namespace
 
@@ -1112,6 +1136,65 @@ TEST_SUITE("concurrent") {
       INFO(test::describe(r) << ": " << r.output);
       REQUIRE(r.exited);
       REQUIRE(r.exit_code == 0);
+    }
+  }
+
+  TEST_CASE("the commit lock: no wait or wake alone; a waiter sleeps until the holder lets go") {
+    // Both with the OS's wait and with every wait refused by the OS (then the waiter polls).
+    const test::HangWatchdog watchdog("the commit lock's waiter", 600);
+    for (const bool refuse_waits : {false, true}) {
+      CAPTURE(refuse_waits);
+      reservoir::ArenaOptions o;
+      o.commit_granule = o.max_commit_step = pal::page_size();  // a commit every page
+      ConcurrentDynArray<std::uint64_t> a(reservoir::max_elements(10'000'000), o);
+      a.push_back(encode(9, 1));
+      std::thread([&] { a.push_back(encode(9, 2)); }).join();  // shared mode from here
+      // One appender alone: hundreds of commits under the lock, never a wait, so never a wake
+      // (a release wakes only when a waiter marked the lock).
+      const std::uint64_t waits = pal::testing::calls(pal::Op::wait);
+      const std::uint64_t wakes = pal::testing::calls(pal::Op::wake);
+      const std::uint64_t alone = test::under_valgrind() ? 20'000 : 100'000;
+      for (std::uint64_t s = 1; s <= alone; ++s)
+        a.push_back(encode(8, s));
+      CHECK(pal::testing::calls(pal::Op::wait) == waits);
+      CHECK(pal::testing::calls(pal::Op::wake) == wakes);
+
+      // The holder's next commit stops under the lock until the other thread, out of capacity,
+      // has gone to sleep on it; its release must then wake that thread.
+      std::optional<test::FaultGuard> refused;
+      if (refuse_waits)
+        refused.emplace(pal::Op::wait, 0, 1'000'000'000,
+                        std::make_error_code(std::errc::not_supported));
+      g_held = false;
+      g_hold_gave_up = false;
+      pal::testing::on_call(pal::Op::commit, &hold_commit_until_a_wait);
+      std::atomic<bool> holder_done{false};
+      std::atomic<std::uint64_t> other_added{0};
+      const std::uint64_t each = 50'000;
+      std::thread holder([&] {
+        t_hold_commit = true;
+        for (std::uint64_t s = 1; s <= each; ++s)
+          a.push_back(encode(0, s));
+        holder_done = true;
+      });
+      std::thread other([&] {
+        // Appends until the holder is done (and at least until it has held the lock), so it
+        // runs out of capacity while the lock is held.
+        std::uint64_t s = 0;
+        while ((!holder_done.load() || !g_held.load()) && s < 5'000'000)
+          a.push_back(encode(1, ++s));
+        other_added = s;
+      });
+      holder.join();
+      other.join();
+      pal::testing::on_call(pal::Op::commit, nullptr);
+      refused.reset();
+      CHECK(g_held.load());
+      CHECK_FALSE(g_hold_gave_up.load());  // the other thread went to sleep on the held lock
+      CHECK(pal::testing::calls(pal::Op::wait) > g_waits_at_hold.load());
+      CHECK(pal::testing::calls(pal::Op::wake) > wakes);  // and the release woke it
+      REQUIRE(a.size() == 2 + alone + each + other_added.load());
+      require_no_hole_no_duplicate(a);
     }
   }
 

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -216,6 +217,29 @@ TEST_SUITE("pal") {
     side(0);
     other.join();
     CHECK(turn.load() == 2 * rounds);
+  }
+
+  TEST_CASE(
+      "a wait the OS refuses sleeps one short poll and returns; waits and wakes are counted") {
+    // Where the OS will not sleep on the word (no futex under a seccomp filter, a failed
+    // WaitOnAddress), wait_while_equal must neither spin nor sleep for ever: the word below never
+    // changes and nobody wakes it, so each call returns only through that path.
+    const test::HangWatchdog watchdog("a refused wait", 300);
+    std::atomic<std::uint32_t> word{5};
+    const std::uint64_t waits = pal::testing::calls(pal::Op::wait);
+    const std::uint64_t wakes = pal::testing::calls(pal::Op::wake);
+    {
+      test::FaultGuard refused(pal::Op::wait, 0, 3, std::make_error_code(std::errc::not_supported));
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < 3; ++i)
+        pal::wait_while_equal(word, 5);
+      // A poll sleeps (50 us on POSIX, 1 ms on Windows): three of them cannot all be skipped.
+      CHECK(std::chrono::steady_clock::now() - start >= std::chrono::microseconds(150));
+    }
+    CHECK(pal::testing::calls(pal::Op::wait) == waits + 3);
+    pal::wake_all(word);
+    CHECK(pal::testing::calls(pal::Op::wake) == wakes + 1);
+    CHECK(word.load() == 5);
   }
 
   TEST_CASE("current RSS rises by roughly the bytes touched, and falls on decommit") {

@@ -12,9 +12,10 @@ namespace {
 struct ArmedOp {
   std::atomic<bool> armed{false};
   std::atomic<std::uint64_t> calls{0};
-  std::uint64_t skip = 0;   // guarded by mutex
-  std::uint64_t count = 0;  // guarded by mutex
-  std::error_code error;    // guarded by mutex
+  std::atomic<void (*)()> hook{nullptr};  // testing::on_call
+  std::uint64_t skip = 0;                 // guarded by mutex
+  std::uint64_t count = 0;                // guarded by mutex
+  std::error_code error;                  // guarded by mutex
 };
 
 std::atomic<std::size_t> g_page_size_override{0};
@@ -71,6 +72,7 @@ std::size_t page_size_override() noexcept {
 bool injected_failure(Op op, std::error_code* ec) noexcept {
   ArmedOp& s = armed_op(op);
   s.calls.fetch_add(1, std::memory_order_relaxed);
+  if (void (*hook)() = s.hook.load(std::memory_order_acquire)) hook();
   if (!s.armed.load(std::memory_order_relaxed)) return false;
   std::lock_guard lock(g_mutex);
   if (s.count == 0) return false;
@@ -164,6 +166,10 @@ void clear() noexcept {
 
 std::uint64_t calls(Op op) noexcept {
   return armed_op(op).calls.load(std::memory_order_relaxed);
+}
+
+void on_call(Op op, void (*hook)()) noexcept {
+  armed_op(op).hook.store(hook, std::memory_order_release);
 }
 
 void set_machine_memory(std::size_t total, std::size_t available) noexcept {

@@ -515,6 +515,10 @@ void sleep_word_poll() noexcept {
 }  // namespace
 
 void wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept {
+  if (std::error_code ec; injected_failure(Op::wait, &ec)) {
+    sleep_word_poll();  // as when the OS refuses the wait (below)
+    return;
+  }
 #if RESERVOIR_PAL_LINUX
   // The kernel compares the word with `expected` under its own lock before it sleeps, so a wake
   // after the change cannot be missed. EAGAIN (the word had changed) and EINTR return to the
@@ -531,6 +535,8 @@ void wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t expe
 }
 
 void wake_all(const std::atomic<std::uint32_t>& word) noexcept {
+  std::error_code ignored;
+  (void)injected_failure(Op::wake, &ignored);  // counted only: the wake is made all the same
 #if RESERVOIR_PAL_LINUX
   // Fails only where the wait failed too (no futex), and such waiters poll.
   (void)::syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, std::numeric_limits<int>::max(), nullptr,

@@ -197,12 +197,18 @@ void wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t expe
   // missed; it returns FALSE only on a timeout, which INFINITE never reaches. Were it to fail
   // anyway, a millisecond's sleep keeps the caller's loop from spinning.
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  if (std::error_code ec; injected_failure(Op::wait, &ec)) {
+    ::Sleep(1);  // as when the wait fails (below)
+    return;
+  }
   std::uint32_t compare = expected;
   auto* address = const_cast<std::atomic<std::uint32_t>*>(&word);
   if (!::WaitOnAddress(address, &compare, sizeof(compare), INFINITE)) ::Sleep(1);
 }
 
 void wake_all(const std::atomic<std::uint32_t>& word) noexcept {
+  std::error_code ignored;
+  (void)injected_failure(Op::wake, &ignored);  // counted only: the wake is made all the same
   ::WakeByAddressAll(const_cast<std::atomic<std::uint32_t>*>(&word));
 }
 

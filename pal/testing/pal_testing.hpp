@@ -22,6 +22,10 @@ namespace reservoir::pal {
 // `advise` is advise_huge_pages() and unadvise_huge_pages() (hints: callers ignore their failure;
 // counted all the same).
 // reserve_open() counts as `reserve`, discard() as `decommit`, guard() as `guard`.
+// `wait` is wait_while_equal(): an injected failure is taken as the OS's own refusal to sleep on
+// the word (no futex under a seccomp filter), so the thread sleeps one short poll and returns.
+// `wake` is wake_all(): counted only (arming it changes nothing: where waits sleep in the OS a
+// wake cannot fail, and where they poll none is needed).
 // An error injected into `prefault` is judged as the OS's own would be (POSIX: EINVAL, EPERM and
 // ENOSYS become std::errc::not_supported, the caller's cue to touch the pages instead).
 // `remap` is the MAP_FIXED re-map inside decommit on macOS and FreeBSD (and in the posix-generic
@@ -39,6 +43,8 @@ enum class Op : unsigned {
   barrier,
   advise,
   guard,
+  wait,
+  wake,
   count_
 };
 
@@ -47,6 +53,10 @@ void fail(Op op, std::uint64_t skip, std::uint64_t count, std::error_code error)
 void clear() noexcept;  // disarm every operation
 // The number of times `op` was called (including injected failures) since the process started.
 std::uint64_t calls(Op op) noexcept;
+// Runs `hook` inside every later call of `op`, on the calling thread, after the call is counted
+// and before the OS is asked (nullptr: none), so that a test can hold a thread inside a call
+// (a commit made under a lock, say) until another thread has reached a given point.
+void on_call(Op op, void (*hook)()) noexcept;
 // The error a refused call of the given kind reports on this OS (ENOMEM / ERROR_NOT_ENOUGH_MEMORY).
 std::error_code out_of_memory_error() noexcept;
 // Makes page_size() (and the allocation granularity, where it is the page size) report `bytes`
