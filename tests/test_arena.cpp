@@ -499,6 +499,10 @@ TEST_SUITE("arena") {
     ArenaOptions silly;
     silly.commit_granule = std::numeric_limits<std::size_t>::max();
     CHECK_THROWS_AS((void)Arena(kMiB, silly), std::invalid_argument);
+    ArenaOptions no_cap;  // a cap of SIZE_MAX cannot round up to whole pages (docs/api.md)
+    no_cap.max_commit_step = std::numeric_limits<std::size_t>::max();
+    CHECK_THROWS_WITH_AS((void)Arena(kMiB, no_cap), doctest::Contains("max_commit_step"),
+                         std::invalid_argument);
     // A page-aligned cap that overflows when rounded up to whole granules of 19 pages (19 divides
     // no 2^k - 1 for k = 48, 50, 52: the cap is no whole number of granules at 4, 16 or 64 KiB).
     ArenaOptions odd;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -173,6 +174,24 @@ struct Comma {
 
 }  // namespace
 
+namespace {
+// Throws from its move constructor when the armed countdown reaches 0; copies never throw.
+struct MoveBomb {
+  static inline long long live = 0;
+  static inline int moves_left = -1;  // the move that finds 0 throws; -1: none
+  int value;
+  MoveBomb(int v) : value(v) { ++live; }  // NOLINT: built from the int sources below
+  MoveBomb(const MoveBomb& o) : value(o.value) { ++live; }
+  MoveBomb(MoveBomb&& o) noexcept(false) : value(o.value) {
+    if (moves_left >= 0 && moves_left-- == 0) throw std::runtime_error("move");
+    ++live;
+  }
+  MoveBomb& operator=(const MoveBomb&) = default;
+  MoveBomb& operator=(MoveBomb&&) = default;
+  ~MoveBomb() { --live; }
+};
+}  // namespace
+
 TEST_SUITE("dynarray") {
   TEST_CASE("the vector-shaped basics") {
     DynArray<int> a;
@@ -254,6 +273,66 @@ TEST_SUITE("dynarray") {
       CHECK(t[4].value == 5);
     }
     CHECK(Tracked::live() == 0);
+  }
+
+  TEST_CASE("assign with a move that throws as the new elements move down: empty, nothing leaks") {
+    // The basic guarantee assign() documents for a throwing move constructor: after the throw
+    // the array is empty with capacity() as before, every element built was destroyed once, and
+    // the array is usable. Each way assign() moves elements down, a throw at every move.
+    // Fills `a` with `old`, then assigns through `assign`; the expected contents if no move throws.
+    auto run = [](const char* how, std::size_t limit, const std::vector<int>& old,
+                  const std::function<void(DynArray<MoveBomb>&)>& assign,
+                  const std::vector<int>& expected) {
+      CAPTURE(how);
+      int thrown = 0;
+      for (int at = 0; at < 8; ++at) {
+        CAPTURE(at);
+        {
+          DynArray<MoveBomb> a{reservoir::max_elements(limit)};
+          REQUIRE(a.max_size() == limit);
+          for (int v : old)
+            a.emplace_back(v);
+          const std::size_t capacity = a.capacity();
+          MoveBomb::moves_left = at;
+          try {
+            assign(a);
+            MoveBomb::moves_left = -1;
+            REQUIRE(a.size() == expected.size());
+            for (std::size_t i = 0; i < expected.size(); ++i)
+              CHECK(a[i].value == expected[i]);
+          } catch (const std::runtime_error&) {
+            MoveBomb::moves_left = -1;
+            ++thrown;
+            CHECK(a.empty());
+            CHECK(a.capacity() == capacity);
+            CHECK(MoveBomb::live == 0);
+          }
+          CHECK(MoveBomb::live == static_cast<long long>(a.size()));
+          a.emplace_back(99);  // usable
+          CHECK(a.back().value == 99);
+        }
+        CHECK(MoveBomb::live == 0);
+      }
+      CHECK(thrown > 0);  // some move did throw
+    };
+    // A single-pass source that runs into the end of the reservation: the new elements built so
+    // far move to the front (two moves), then the rest follow.
+    run("single pass", 4, {1, 2},
+        [](DynArray<MoveBomb>& a) {
+          std::istringstream in("10 20 30");
+          a.assign(std::istream_iterator<int>(in), std::istream_iterator<int>());
+        },
+        {10, 20, 30});
+    // A sized source with room past the old elements: built there, then moved down (three moves).
+    run("sized", 16, {1, 2},
+        [](DynArray<MoveBomb>& a) {
+          const std::vector<int> src{10, 20, 30};
+          a.assign(src.begin(), src.end());
+        },
+        {10, 20, 30});
+    // The array's own tail: kept, moved to the front (three moves).
+    run("own elements", 16, {1, 2, 3, 4},
+        [](DynArray<MoveBomb>& a) { a.assign(a.begin() + 1, a.end()); }, {2, 3, 4});
   }
 
   TEST_CASE("pointers and string_views stay valid across a million appends") {
@@ -1467,6 +1546,9 @@ TEST_SUITE("dynarray") {
     CHECK(message([] {
             DynArray<int> a(reservoir::max_elements(SIZE_MAX / 16));
           }).starts_with("length_error reservoir::DynArray(max_elements): cannot reserve "));
+    CHECK(message([] { reservoir::ConcurrentDynArray<int> c{reservoir::max_bytes(3)}; }) ==
+          "invalid_argument reservoir::ConcurrentDynArray(max_bytes): 3 bytes hold no element of 4 "
+          "bytes");
     CHECK(message([] { reservoir::ConcurrentDynArray<int> c{reservoir::max_elements(0)}; }) ==
           "invalid_argument reservoir::ConcurrentDynArray(max_elements): max_elements must be "
           "greater than 0");

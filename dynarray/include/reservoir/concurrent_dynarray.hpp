@@ -152,7 +152,7 @@ class ConcurrentDynArray {
   explicit ConcurrentDynArray(max_elements limit, ArenaOptions options = {})
       : core_(limit.count, sizeof(T), alignof(T), options) {}
   explicit ConcurrentDynArray(max_bytes limit, ArenaOptions options = {})
-      : ConcurrentDynArray(max_elements(limit.bytes / sizeof(T)), options) {}
+      : ConcurrentDynArray(max_elements(elements_in(limit)), options) {}
 
   // Empty, with no reservation and max_size() == 0: every append throws std::length_error (the
   // try_ forms return std::nullopt) until a real array is move-assigned into it. Never throws.
@@ -455,6 +455,15 @@ class ConcurrentDynArray {
   Writer writer() noexcept { return Writer(*this); }
 
  private:
+  // The elements `limit` holds; fewer than one is std::invalid_argument naming this constructor.
+  static size_type elements_in(max_bytes limit) {
+    if (limit.bytes / sizeof(T) == 0) {
+      throw std::invalid_argument(
+          "reservoir::ConcurrentDynArray(max_bytes): " + std::to_string(limit.bytes) +
+          " bytes hold no element of " + std::to_string(sizeof(T)) + " bytes");
+    }
+    return limit.bytes / sizeof(T);
+  }
   T* slots() const noexcept { return static_cast<T*>(core_.data()); }
   size_type claim(size_type n = 1, bool partial = false, size_type* claimed_count = nullptr) {
     return core_.claim(sizeof(T), n, partial, claimed_count);

@@ -838,10 +838,8 @@ class DynArray {
     size_type old = size();  // old elements still in front of the new ones
     try {
       for (; first != last; ++first) {
-        if (old != 0 && size() == max_size()) {
-          replace_front(old, old_capacity);
-          old = 0;
-        }
+        // `old` is 0 before the move: if it throws, replace_front has destroyed everything.
+        if (old != 0 && size() == max_size()) replace_front(std::exchange(old, 0), old_capacity);
         if (size() == max_size()) throw_length_error("DynArray::assign", size() + 1);
         emplace_back(*first);
       }
