@@ -98,9 +98,11 @@ std::uint64_t estimate_peak(rb::Container c, rb::Type t, std::uint64_t n, std::u
   if (c == rb::Container::deque) factor = 1.1;
   // In double throughout: n * bytes overflows 64 bits from n ~ 2e18 (and converting a double of
   // 2^64 or more to an integer is undefined), which would let a cell that cannot fit start.
-  const double need = data * factor +
-                      static_cast<double>(n) * static_cast<double>(rb::owned_heap_per_element(t)) +
-                      static_cast<double>(granule) + static_cast<double>(64u << 20);
+  // --granule is the arena's: only the containers built on an Arena commit in its steps.
+  const bool in_granules = c == rb::Container::dynarray || c == rb::Container::pmr_arena;
+  const double need =
+      data * factor + static_cast<double>(n) * static_cast<double>(rb::owned_heap_per_element(t)) +
+      (in_granules ? static_cast<double>(granule) : 0.0) + static_cast<double>(64u << 20);
   constexpr double kMax = 18446744073709549568.0;  // the largest double below 2^64
   return need >= kMax ? UINT64_MAX : static_cast<std::uint64_t>(need);
 }

@@ -5,6 +5,7 @@
 
 #if RESERVOIR_HAS_ARENA_RESOURCE
 #include <cstdint>
+#include <cstring>
 #include <memory_resource>
 #include <stdexcept>
 #include <string>
@@ -63,6 +64,21 @@ TEST_SUITE("arena_resource") {
     res.release();
     CHECK(res.arena().size() == 0);
     CHECK(res.arena().committed() == 0);
+  }
+
+  TEST_CASE("over-aligned blocks deallocated in turn give their bytes back, as any other") {
+    // Each block ends at the arena's end (the padding comes before it), so a steady
+    // allocate/deallocate loop stays in place instead of running out of the reservation.
+    ArenaResource res(64u << 20);
+    for (std::size_t align : {std::size_t{8192}, std::size_t{65536}, std::size_t{1} << 20}) {
+      CAPTURE(align);
+      for (int i = 0; i < 20'000; ++i) {
+        void* p = res.allocate(100, align);
+        REQUIRE(reinterpret_cast<std::uintptr_t>(p) % align == 0);
+        res.deallocate(p, 100, align);
+        REQUIRE(res.arena().size() < align + 100);
+      }
+    }
   }
 
   TEST_CASE("a full arena is bad_alloc and the container keeps its contents") {
@@ -175,6 +191,36 @@ TEST_SUITE("arena_resource") {
     CHECK(none.mark() == 0);
     none.rewind(0);
     CHECK_THROWS_AS(none.rewind(1), std::invalid_argument);
+  }
+
+  TEST_CASE("release and rewind of a resource over a caller's arena keep the caller's bytes") {
+    Arena arena(1u << 20);
+    auto* mine = static_cast<unsigned char*>(arena.allocate(100, 8));
+    std::memset(mine, 0xAB, 100);
+    ArenaResource res(arena);
+    {
+      std::pmr::vector<int> v(&res);
+      v.resize(100'000, 7);  // commits well past the caller's page
+      CHECK(arena.size() > 400'000);
+      CHECK_THROWS_AS(res.rewind(50), std::invalid_argument);  // below the caller's length
+      CHECK(arena.size() > 400'000);                           // nothing changed
+      CHECK(v.back() == 7);
+    }  // the vector's block was the last: its bytes come back
+    CHECK(arena.size() == 100);
+    CHECK(arena.committed() > 400'000);
+    res.release();
+    CHECK(arena.size() == 100);
+    CHECK(arena.committed() < 400'000);  // the resource's pages went back to the OS
+    for (int i = 0; i < 100; ++i)
+      REQUIRE(mine[i] == 0xAB);  // still committed and intact
+    {
+      auto scope = res.scope();
+      CHECK(scope.mark() == 100);
+      CHECK(static_cast<unsigned char*>(res.allocate(10, 1)) == mine + 100);
+    }
+    CHECK(arena.size() == 100);
+    void* next = arena.allocate(8, 8);  // the caller's next allocation comes after its own
+    CHECK(static_cast<unsigned char*>(next) >= mine + 100);
   }
 
   TEST_CASE("a resource over a caller's arena; equality is identity") {

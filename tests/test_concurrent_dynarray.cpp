@@ -509,6 +509,25 @@ RESERVOIR_CHILD("concurrent.writer_drops_unreported") {
   return 0;
 }
 
+// A flush() throws for the one element that does not fit (the program is told), then one more is
+// buffered and the writer destroyed: two dropped, the second never reported. Prints "dropped N
+// size S" (a library built without NDEBUG aborts in the writer's destructor instead).
+RESERVOIR_CHILD("concurrent.writer_drops_one_unreported_after_told") {
+  ConcurrentDynArray<int> a{reservoir::max_elements(4)};
+  {
+    auto w = a.writer();
+    for (int i = 0; i < 5; ++i)
+      w.push_back(i);
+    try {
+      w.flush();
+    } catch (const std::length_error&) {  // told: one element stays buffered
+    }
+    w.push_back(5);  // never reported
+  }
+  std::printf("dropped %zu size %zu\n", a.dropped(), a.size());
+  return 0;
+}
+
 namespace {
 // Runs one of the fork children above and checks that it forked and that no child hung or failed
 // (skipped where fork cannot be tested with threads: Windows, ThreadSanitizer, AddressSanitizer,
@@ -1942,6 +1961,18 @@ TEST_SUITE("concurrent") {
     } else {
       CHECK(r.exited);
       CHECK(r.output.find("dropped 5 size 10") != std::string::npos);
+    }
+    // Told about one element, then another buffered: the second one is not covered by the first
+    // report, so its loss is treated as never reported.
+    const test::ProcessResult after =
+        test::run_child("concurrent.writer_drops_one_unreported_after_told");
+    MESSAGE(test::describe(after) << ": " << after.output);
+    if (reservoir::detail::writer_loss_aborts()) {
+      CHECK((!after.exited || after.exit_code == 3));
+      CHECK(after.output.find("dropped") == std::string::npos);
+    } else {
+      CHECK(after.exited);
+      CHECK(after.output.find("dropped 2 size 4") != std::string::npos);
     }
   }
 

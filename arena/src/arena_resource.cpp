@@ -2,6 +2,8 @@
 #include <reservoir/arena_resource.hpp>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include <reservoir/pal.hpp>
 
@@ -13,19 +15,33 @@ ArenaResource::ArenaResource(std::size_t max_bytes, ArenaOptions options)
     : owned_(std::in_place, max_bytes, options), arena_(&*owned_) {}
 
 void ArenaResource::release() noexcept {
-  (void)arena_->reset();
+  if (owned_) {
+    (void)arena_->reset();
+  } else if (arena_->size() >= start_) {
+    (void)arena_->shrink(start_);  // cannot throw: start_ <= size()
+  }
+}
+
+void ArenaResource::rewind(std::size_t mark) {
+  if (mark < start_) {
+    throw std::invalid_argument("reservoir::ArenaResource::rewind: mark " + std::to_string(mark) +
+                                " is below the arena's length when the resource was made (" +
+                                std::to_string(start_) + ")");
+  }
+  arena_->rewind(mark);
 }
 
 void* ArenaResource::do_allocate(std::size_t bytes, std::size_t alignment) {
   if (bytes == 0) bytes = 1;  // distinct pointers for distinct allocations
   try {
     if (alignment <= pal::page_size()) return arena_->allocate(bytes, alignment);
-    // Over-aligned: take alignment - 1 extra bytes and align inside them.
-    if (bytes > SIZE_MAX - alignment) throw std::bad_alloc();
-    auto* raw = static_cast<std::byte*>(arena_->allocate(bytes + alignment - 1, 1));
+    // Over-aligned: the padding up to the alignment, then the block, which then ends at the
+    // arena's end, so that deallocating it gives its bytes back as for any other block.
+    const std::byte* end = arena_->base() + arena_->size();
     const std::size_t pad =
-        static_cast<std::size_t>(-reinterpret_cast<std::uintptr_t>(raw)) & (alignment - 1);
-    return raw + pad;
+        static_cast<std::size_t>(-reinterpret_cast<std::uintptr_t>(end)) & (alignment - 1);
+    if (bytes > SIZE_MAX - pad) throw std::bad_alloc();
+    return static_cast<std::byte*>(arena_->allocate(pad + bytes, 1)) + pad;
   } catch (const std::length_error&) {
     throw std::bad_alloc();  // the pmr contract: failure to allocate is bad_alloc
   }

@@ -42,26 +42,28 @@ class ArenaResource : public std::pmr::memory_resource {
   // 0, std::length_error past the address space, OsAllocationError when the OS refuses).
   explicit ArenaResource(std::size_t max_bytes, ArenaOptions options = {});
   // Uses an arena the caller owns and keeps alive for the resource's lifetime; the resource
-  // allocates at the arena's end and never frees what was there before it.
-  explicit ArenaResource(Arena& arena) noexcept : arena_(&arena) {}
+  // allocates at the arena's end and never frees what was there before it (its length now:
+  // neither release() nor rewind() goes below it).
+  explicit ArenaResource(Arena& arena) noexcept : arena_(&arena), start_(arena.size()) {}
 
   // Not copyable, not movable: containers hold its address.
   ArenaResource(const ArenaResource&) = delete;
   ArenaResource& operator=(const ArenaResource&) = delete;
 
-  // Frees every block at once and decommits the memory (Arena::reset): the next allocations
-  // commit again. Containers using the resource must be gone or empty. An OS refusal to decommit
-  // is ignored (nothing is lost; arena().committed() still tells the truth).
+  // Frees every block at once and decommits the memory (Arena::reset; a caller's arena is
+  // shrunk back to the length it had when the resource was made, Arena::shrink): the next
+  // allocations commit again. Containers using the resource must be gone or empty. An OS refusal
+  // to decommit is ignored (nothing is lost; arena().committed() still tells the truth).
   void release() noexcept;
 
   // The scratch pattern through pmr (Arena::mark/rewind): mark() is the arena's length now;
   // rewind(mark) frees every block allocated since, at once, and keeps their memory committed,
   // so the next batch reuses the same pages with no system call. Containers holding blocks
   // allocated after the mark must be destroyed before the rewind: their blocks are gone with it.
-  // mark > arena().size() (a mark from before a release()) is std::invalid_argument, nothing
-  // changed.
+  // mark > arena().size() (a mark from before a release()), or below the length a caller's arena
+  // had when the resource was made, is std::invalid_argument, nothing changed.
   std::size_t mark() const noexcept { return arena_->mark(); }
-  void rewind(std::size_t mark) { arena_->rewind(mark); }
+  void rewind(std::size_t mark);
 
   // A scope that rewinds the resource to where it was when the scope began, when it ends
   // (normally or by an exception): `{ auto scope = resource.scope(); ... }`. If the arena is then
@@ -73,7 +75,9 @@ class ArenaResource : public std::pmr::memory_resource {
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
     ~Scope() {
-      if (mark_ <= resource_->arena().size()) resource_->rewind(mark_);
+      if (mark_ <= resource_->arena().size() && mark_ >= resource_->start_) {
+        resource_->rewind(mark_);
+      }
     }
     // The length the scope rewinds to.
     std::size_t mark() const noexcept { return mark_; }
@@ -102,6 +106,7 @@ class ArenaResource : public std::pmr::memory_resource {
  private:
   std::optional<Arena> owned_;
   Arena* arena_;
+  std::size_t start_ = 0;  // the caller's arena's length when the resource was made (else 0)
 };
 
 }  // namespace reservoir

@@ -330,7 +330,7 @@ class ConcurrentDynArray {
           buffer_(std::exchange(other.buffer_, {})),
           head_(std::exchange(other.head_, 0)),
           block_(std::exchange(other.block_, 0)),
-          reported_(std::exchange(other.reported_, false)) {}
+          reported_(std::exchange(other.reported_, 0)) {}
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
     Writer& operator=(Writer&&) = delete;
@@ -342,16 +342,20 @@ class ConcurrentDynArray {
     // library only counts them. Call flush() before a writer's end and handle what it throws
     // (take_buffered() hands back what did not fit) to decide instead.
     ~Writer() {
-      if (buffered() == 0) return;
-      const bool reported = reported_;
+      const size_type before = buffered();
+      if (before == 0) return;
+      const size_type told = (std::min)(reported_, before);  // the oldest `told` of them
       try {
         flush();
         return;
       } catch (...) {  // std::length_error, OsAllocationError or std::system_error: see above
       }
+      // The flush appended the oldest (before - lost); the lost are the newest, and those past
+      // the first `told` were never reported.
       const size_type lost = buffered();
       array_->core_.count_dropped(lost);
-      if (!reported) detail::writer_dropped_unreported(lost, array_->max_size());
+      if (const size_type unreported = (std::min)(lost, before - told); unreported != 0)
+        detail::writer_dropped_unreported(unreported, array_->max_size());
     }
 
     // Adds an element to the buffer, flushing it first if it is full; the element has no index
@@ -384,7 +388,7 @@ class ConcurrentDynArray {
       try {
         first = array_->claim(pending, true, &count);  // throws: none taken
       } catch (...) {
-        reported_ = true;  // the program was told about the buffered elements
+        reported_ = pending;  // the program was told about every buffered element
         throw;
       }
       std::uninitialized_move_n(buffer_.begin() + static_cast<std::ptrdiff_t>(head_), count,
@@ -393,12 +397,12 @@ class ConcurrentDynArray {
       if (count == pending) {
         buffer_.clear();
         head_ = 0;
-        reported_ = false;
+        reported_ = 0;
         return first;
       }
       // The rest stays buffered after the moved-from ones (no assignment: T need not have one).
       head_ += count;
-      reported_ = true;
+      reported_ = pending - count;
       throw std::length_error(
           "reservoir::ConcurrentDynArray::Writer: the array is full at "
           "max_size() " +
@@ -421,7 +425,7 @@ class ConcurrentDynArray {
         out.push_back(std::move(*it));  // nothrow: reserved, T nothrow move constructible
       buffer_.clear();
       head_ = 0;
-      reported_ = false;
+      reported_ = 0;
       return out;
     }
 
@@ -447,8 +451,10 @@ class ConcurrentDynArray {
     ConcurrentDynArray* array_;
     std::vector<T> buffer_;  // [head_, size()) buffered; before head_: moved into the array
     size_type head_ = 0;
-    size_type block_ = 0;    // flush when the buffer holds this many
-    bool reported_ = false;  // a flush threw since the buffer was last emptied
+    size_type block_ = 0;  // flush when the buffer holds this many
+    // The oldest buffered elements the program was told about: those a flush() kept when it threw
+    // (elements added since were not reported).
+    size_type reported_ = 0;
   };
 
   // A writer for the calling thread. Cheap: it allocates its buffer on its first append.
