@@ -275,6 +275,24 @@ TEST_SUITE("arena") {
     pal::testing::set_transparent_huge_pages(-1);
   }
 
+  TEST_CASE("lowering the reservation cache's limit releases what is parked past it") {
+    reservoir::clear_reservation_cache();
+    const std::size_t saved = 16;  // the default limit (reservations.hpp)
+    {
+      std::vector<Arena> arenas;
+      for (int i = 0; i < 10; ++i)
+        arenas.emplace_back(10u << 20);
+    }  // all ten parked
+    CHECK(reservoir::reservation_cache_size() == 10);
+    const std::uint64_t releases = pal::testing::calls(pal::Op::release);
+    reservoir::set_reservation_cache_limit(2);
+    CHECK(reservoir::reservation_cache_size() == 2);
+    CHECK(pal::testing::calls(pal::Op::release) == releases + 8);
+    Arena again(10u << 20);  // one of the two comes back
+    CHECK(reservoir::reservation_cache_size() == 1);
+    reservoir::set_reservation_cache_limit(saved);
+  }
+
   TEST_CASE("set_huge_pages decides between the two policies") {
     reservoir::clear_reservation_cache();
     ArenaOptions o;

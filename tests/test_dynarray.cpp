@@ -1546,6 +1546,12 @@ TEST_SUITE("dynarray") {
     CHECK(message([] {
             DynArray<int> a(reservoir::max_elements(SIZE_MAX / 16));
           }).starts_with("length_error reservoir::DynArray(max_elements): cannot reserve "));
+    CHECK(message([] {
+            DynArray<int> a(reservoir::max_bytes(SIZE_MAX));
+          }).starts_with("length_error reservoir::DynArray(max_bytes): "));
+    CHECK(message([] {
+            reservoir::ConcurrentDynArray<int> c{reservoir::max_bytes(SIZE_MAX)};
+          }).starts_with("length_error reservoir::ConcurrentDynArray(max_bytes): "));
     CHECK(message([] { reservoir::ConcurrentDynArray<int> c{reservoir::max_bytes(3)}; }) ==
           "invalid_argument reservoir::ConcurrentDynArray(max_bytes): 3 bytes hold no element of 4 "
           "bytes");

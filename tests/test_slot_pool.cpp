@@ -812,6 +812,28 @@ TEST_SUITE("slot_pool") {
     CHECK(next.max_size() == DynArray<int>::default_max_size());
   }
 
+  TEST_CASE("a default array made after a thread's ended is not given a smaller tier for it") {
+    FreshPools fresh;
+    if (!full_default_here()) return;
+    reservoir::clear_reservation_cache();
+    struct BudgetGuard {
+      std::size_t saved = reservoir::address_space_budget();
+      // A quarter of it (96 GiB) holds one 64 GiB array, not two.
+      BudgetGuard() { reservoir::set_address_space_budget(std::size_t{384} << 30); }
+      ~BudgetGuard() { reservoir::set_address_space_budget(saved); }
+    } budget;
+    // The thread's array goes back to its cache when destroyed, and the cache is retired with
+    // the thread: nothing is alive, so the next default array must get the full reservation.
+    std::thread([] {
+      DynArray<char> a;
+      a.push_back('t');
+      CHECK(a.max_size() == DynArray<char>::default_max_size());
+    }).join();
+    DynArray<char> b;
+    b.push_back('m');
+    CHECK(b.max_size() == DynArray<char>::default_max_size());
+  }
+
   TEST_CASE("a refused chunk: the default array reserves its own mapping, nothing is lost") {
     FreshPools fresh;
     if (!full_default_here()) return;
@@ -1114,6 +1136,48 @@ TEST_SUITE("slot_pool") {
     }
     pal::testing::refuse_open_reservations(false);
     reservoir::set_huge_pages(saved);
+  }
+
+  TEST_CASE("a parked mapping carries no huge-page advice to the arena that takes it next") {
+    if (!pal::transparent_huge_pages()) {
+      MESSAGE("skipped: needs transparent huge pages");
+      return;
+    }
+    const auto vm_flags = [](const void* p) {  // as in the test above
+      std::ifstream smaps("/proc/self/smaps");
+      const auto addr = reinterpret_cast<std::uintptr_t>(p);
+      bool inside = false;
+      for (std::string line; std::getline(smaps, line);) {
+        unsigned long long lo = 0, hi = 0;
+        char dash = 0;
+        std::istringstream head(line);
+        if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+          inside = addr >= lo && addr < hi;
+        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+          return line + " ";
+        }
+      }
+      return std::string();
+    };
+    const reservoir::HugePages saved = reservoir::huge_pages();
+    reservoir::clear_reservation_cache();
+    reservoir::set_huge_pages(reservoir::HugePages::on);
+    std::byte* base = nullptr;
+    {
+      Arena a(100u << 20);  // a mapping of its own, parked when destroyed
+      std::memset(a.grow(40u << 20), 1, 40u << 20);
+      base = a.base();
+      CHECK(vm_flags(base + (8 << 20)).find(" hg ") != std::string::npos);
+    }
+    reservoir::set_huge_pages(reservoir::HugePages::off);  // every arena from now on: 4 KiB pages
+    {
+      Arena b(100u << 20);
+      REQUIRE(b.base() == base);  // the parked mapping
+      std::memset(b.grow(40u << 20), 2, 40u << 20);
+      CHECK(vm_flags(base + (8 << 20)).find(" hg ") == std::string::npos);
+    }
+    reservoir::set_huge_pages(saved);
+    reservoir::clear_reservation_cache();
   }
 #endif
 

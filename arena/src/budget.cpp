@@ -96,10 +96,11 @@ std::size_t default_reservation_size(std::size_t preferred) noexcept {
   };
   std::size_t used = held();
   if (full(used)) return preferred;
-  if (detail::reclaim_cached_spare() != 0) {
-    used = held();
-    if (full(used)) return preferred;
-  }
+  // Other threads' cached slots, and those of threads that have ended (reaped on the way),
+  // go back to the pools, where they count as spare: then count again.
+  detail::reclaim_cached_spare();
+  used = held();
+  if (full(used)) return preferred;
   const std::size_t small = std::min({preferred, kDefaultTierReduced, cap});
   if (used <= budget && small <= budget - used) return small;
   return std::min({preferred, kDefaultTierLeast, cap});

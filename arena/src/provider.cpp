@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include <reservoir/arena.hpp>
 #include <reservoir/pal.hpp>
@@ -91,6 +92,14 @@ bool park_mapping(const Reservation& r) noexcept {
   if (!o.reuse_reservation || keep_limit > kCacheMaxCommitted) return false;
   const std::size_t keep = std::min(r.committed, keep_limit);
   if (r.committed > keep && pal::decommit(r.base + keep, r.committed - keep)) return false;
+  // An arena that reached past kHugePageThreshold may have advised huge pages for the rest of
+  // its mapping: undone (a hint; its failure changes nothing else), so that the next arena
+  // decides for itself under the set_huge_pages() mode of its own time.
+  if (o.huge_pages && r.committed > kHugePageThreshold && pal::transparent_huge_pages()) {
+    std::byte* from = r.base + kHugePageThreshold;
+    (void)pal::unadvise_huge_pages(
+        from, static_cast<std::size_t>(static_cast<std::byte*>(r.mapping) + r.mapping_size - from));
+  }
   // What went back is counted once parked; if not parked, the caller counts all of it.
   if (!park(my_cache(false), Parked{r.mapping, r.mapping_size, r.base, r.reserved, keep, o}))
     return false;
@@ -177,7 +186,15 @@ void release(const Reservation& r) noexcept {
 
 void set_reservation_cache_limit(std::size_t entries) noexcept {
   detail::set_parked_limit(entries);
-  if (entries == 0) clear_reservation_cache();
+  if (detail::parked_count() <= entries) return;
+  // More are parked than the new limit: the first `entries` taken stay, the rest are released.
+  std::vector<detail::Parked> all = detail::take_all_parked();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i < entries)
+      detail::adopt_parked(all[i]);
+    else
+      detail::drop_parked(all[i]);
+  }
 }
 
 void clear_reservation_cache() noexcept {

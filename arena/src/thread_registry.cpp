@@ -203,19 +203,15 @@ std::size_t own_cached_spare() noexcept {
   return entry != nullptr ? entry->pool.spare.load(std::memory_order_relaxed) : 0;
 }
 
-std::size_t reclaim_cached_spare() noexcept {
+void reclaim_cached_spare() noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   reap_retired(r);  // ended threads' caches go back as their slots are freed
   const ThreadEntry* const mine = my_entry(false);
-  std::size_t bytes = 0;
   for (ThreadEntry* s = r.threads; s; s = s->next) {
-    const std::size_t spare = s->pool.spare.load(std::memory_order_relaxed);
-    if (s == mine || spare == 0) continue;
-    bytes += spare;
+    if (s == mine || s->pool.spare.load(std::memory_order_relaxed) == 0) continue;
     s->return_pool_slots(false);
   }
-  return bytes;
 }
 
 void registry_lock_for_fork() noexcept {

@@ -32,10 +32,10 @@ std::size_t cached_pool_bytes() noexcept;
 std::size_t own_cached_spare() noexcept;
 // Gives the pool caches of the other threads that hold large-class slots back to the pools, within
 // the resident limit (and ended threads' caches, as a reap does): their address space then counts
-// as the pools' spare and their slots go to the next default arrays of any thread. Returns the
-// address space given back. Takes the registry's lock and walks every thread: for the rare choice
-// of a smaller tier, not for every array.
-std::size_t reclaim_cached_spare() noexcept;
+// as the pools' spare and their slots go to the next default arrays of any thread. Takes the
+// registry's lock and walks every thread: for the rare choice of a smaller tier, not for every
+// array.
+void reclaim_cached_spare() noexcept;
 // fork(): the registry's lock held across it. In the child only the forking thread exists: every
 // other thread's cache is emptied (what it held goes back, except a cache its thread held busy,
 // which may be half-written and is lost to the child, as that thread is) and freed.

@@ -123,8 +123,11 @@ class DynArray {
   } catch (const std::length_error& e) {
     rethrow_as_constructor_error(e);  // the Arena's "cannot reserve", named as the user's call
   }
-  explicit DynArray(max_bytes limit, ArenaOptions options = {})
-      : DynArray(max_elements(elements_in(limit)), options) {}
+  explicit DynArray(max_bytes limit, ArenaOptions options = {}) try
+      : DynArray(max_elements(elements_in(limit)), options) {
+  } catch (const std::length_error& e) {
+    detail::rename_constructor_error(e, "DynArray(max_elements)", "DynArray(max_bytes)");
+  }
 
   // count value-initialised elements, or count copies of value, as std::vector: on the default
   // reservation.
