@@ -486,6 +486,27 @@ bool full_default_here() {
   return false;
 }
 
+#if defined(__linux__)
+// The VmFlags line of the mapping that holds `p` (/proc/self/smaps), with a space after it so that
+// " hg " finds the last flag too; "" if no mapping holds it.
+std::string vm_flags(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long long lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = addr >= lo && addr < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line + " ";
+    }
+  }
+  return std::string();
+}
+#endif
+
 }  // namespace
 
 // The large-slot children run with the pools' chunks closed (names ending in ".closed", as the
@@ -1090,23 +1111,6 @@ TEST_SUITE("slot_pool") {
         r += (c & 1) != 0 ? page : 0;
       return r;
     };
-    // The VmFlags of the mapping that holds `p` (/proc/self/smaps).
-    const auto vm_flags = [](const void* p) {
-      std::ifstream smaps("/proc/self/smaps");
-      const auto addr = reinterpret_cast<std::uintptr_t>(p);
-      bool inside = false;
-      for (std::string line; std::getline(smaps, line);) {
-        unsigned long long lo = 0, hi = 0;
-        char dash = 0;
-        std::istringstream head(line);
-        if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
-          inside = addr >= lo && addr < hi;
-        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
-          return line + " ";
-        }
-      }
-      return std::string();
-    };
     const reservoir::HugePages saved = reservoir::huge_pages();
     reservoir::set_huge_pages(reservoir::HugePages::on);
     for (bool closed : {false, true}) {
@@ -1143,22 +1147,6 @@ TEST_SUITE("slot_pool") {
       MESSAGE("skipped: needs transparent huge pages");
       return;
     }
-    const auto vm_flags = [](const void* p) {  // as in the test above
-      std::ifstream smaps("/proc/self/smaps");
-      const auto addr = reinterpret_cast<std::uintptr_t>(p);
-      bool inside = false;
-      for (std::string line; std::getline(smaps, line);) {
-        unsigned long long lo = 0, hi = 0;
-        char dash = 0;
-        std::istringstream head(line);
-        if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
-          inside = addr >= lo && addr < hi;
-        } else if (inside && line.rfind("VmFlags:", 0) == 0) {
-          return line + " ";
-        }
-      }
-      return std::string();
-    };
     const reservoir::HugePages saved = reservoir::huge_pages();
     reservoir::clear_reservation_cache();
     reservoir::set_huge_pages(reservoir::HugePages::on);

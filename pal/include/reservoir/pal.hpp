@@ -159,7 +159,7 @@ void yield_thread() noexcept;
 
 // Sleeps while `word` holds `expected`, in the OS, until wake_all(word) or a change of the word;
 // may also return spuriously, so the caller re-checks. Linux: futex; Windows: WaitOnAddress;
-// other systems: a sleep of 50 us, so a wake there is seen late but never missed.
+// other systems: short sleeps that re-check (pal_posix.cpp), so a wake is seen late, never missed.
 // Not std::atomic::wait: libstdc++ where it has no futex (MinGW-w64, macOS, FreeBSD) checks the
 // value outside the lock its notify takes, so a notify can be lost and a waiter sleep for ever.
 void wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept;
