@@ -284,6 +284,36 @@ TEST_SUITE("pal") {
     CHECK(pal::process_barrier_supported() == supported);  // the registration is kept
   }
 
+  TEST_CASE("a thread key runs its exit function at a thread's end until it is deleted") {
+    static std::atomic<int> ended{0};
+    const auto on_exit = [](void*) { ended.fetch_add(1); };
+    pal::ThreadKey key;
+    REQUIRE(!pal::create_thread_key(on_exit, &key));
+    static int value = 0;
+    ended = 0;
+    std::thread([&] { REQUIRE(!pal::set_thread_value(key, &value)); }).join();
+    CHECK(ended.load() == 1);
+    // A thread that set its value before the key was deleted, and ends after: nothing runs (what
+    // code that is unloaded needs of its keys).
+    std::atomic<bool> set{false};
+    std::atomic<bool> deleted{false};
+    std::thread late([&] {
+      REQUIRE(!pal::set_thread_value(key, &value));
+      set = true;
+      while (!deleted)
+        std::this_thread::yield();
+    });
+    while (!set)
+      std::this_thread::yield();
+    const int before = ended.load();  // Windows: FlsFree may run it here, for the late thread
+    CHECK(!pal::delete_thread_key(key));
+    const int at_delete = ended.load();
+    CHECK(at_delete - before <= 1);
+    deleted = true;
+    late.join();
+    CHECK(ended.load() == at_delete);
+  }
+
   TEST_CASE("prefault backs committed pages or says it cannot") {
     Reservation r(4 * kMiB);
     REQUIRE_FALSE(pal::commit(r.base, 4 * kMiB));

@@ -72,6 +72,9 @@ void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, 
   size_classes()[k].free.push_back(FreeSlot{base, now, open});
   p.resident += now;
   if (is_large(k)) count_pool_spare(stride_of(k), true);
+  // With the pools off (after the library's teardown, provider.cpp), the chunk goes back to the
+  // OS as soon as no arena holds a slot of it: nothing would trim it later.
+  if (!p.enabled.load(std::memory_order_relaxed)) release_unused_chunks(size_classes()[k], k);
   p.note_resident();
 }
 
@@ -208,8 +211,13 @@ std::size_t trim_page_pools() noexcept {
       released += s.committed - now;
       s.committed = now;
     }
-    // 2. A chunk none of whose slots is in use goes back to the OS.
+    // 2. A chunk none of whose slots is in use goes back to the OS, and a class left with none
+    //    gives its bookkeeping's heap memory back too.
     release_unused_chunks(sc, k);
+    if (sc.chunks.empty()) {
+      std::vector<Chunk>().swap(sc.chunks);
+      std::vector<FreeSlot>().swap(sc.free);
+    }
   }
   return released;
 }

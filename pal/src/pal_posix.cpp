@@ -620,6 +620,11 @@ std::error_code create_thread_key(ThreadExitFn on_exit, ThreadKey* out) noexcept
   return {};
 }
 
+std::error_code delete_thread_key(ThreadKey key) noexcept {
+  if (int e = ::pthread_key_delete(static_cast<pthread_key_t>(key.id))) return os_error(e);
+  return {};
+}
+
 void* thread_value(ThreadKey key) noexcept {
   return ::pthread_getspecific(static_cast<pthread_key_t>(key.id));
 }

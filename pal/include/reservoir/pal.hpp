@@ -204,10 +204,17 @@ using ThreadExitFn = void (*)(void* value);
 // which then reads nullptr. It may run before or after the thread's C++ thread_local destructors
 // (after them on glibc and on MinGW-w64 threads started by winpthreads, such as std::thread's),
 // so code that runs during thread exit must expect nullptr. On Windows it may also run when the
-// process exits. It must not wait for anything another thread may hold at that moment. Keys are
-// never deleted, so `on_exit` must stay loaded while any thread may end (a DLL that holds it must
-// not be unloaded); Windows allows at most 8 keys per process (ERROR_NO_SYSTEM_RESOURCES beyond).
+// process exits. It must not wait for anything another thread may hold at that moment. `on_exit`
+// must stay loaded while any thread that set a value may end: code that is unloaded deletes its
+// keys first (delete_thread_key). Windows allows at most 8 keys per process, deleted ones
+// included (ERROR_NO_SYSTEM_RESOURCES beyond).
 std::error_code create_thread_key(ThreadExitFn on_exit, ThreadKey* out) noexcept;
+
+// Deletes a key: from then on no thread's end runs its `on_exit`, whatever value the thread had
+// set (POSIX: pthread_key_delete; Windows: FlsFree, which may run `on_exit` at once, in the
+// calling thread, for each value still set: `on_exit` must then expect a value of another
+// thread). The key must not be used afterwards.
+std::error_code delete_thread_key(ThreadKey key) noexcept;
 
 // The calling thread's value of `key`, or nullptr.
 void* thread_value(ThreadKey key) noexcept;
