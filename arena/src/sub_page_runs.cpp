@@ -158,6 +158,13 @@ std::size_t release_idle_runs(PoolState& p, SubClass& sc, std::size_t stride,
   return released;
 }
 
+// A class with no run left gives its bookkeeping's heap memory back. With the pools' lock held.
+void free_empty_bookkeeping(SubClass& sc) noexcept {
+  if (!sc.runs.empty()) return;
+  std::vector<Run>().swap(sc.runs);
+  std::vector<std::byte*>().swap(sc.free);
+}
+
 // Gives a sub-page slot back to its pool. `own`: the parked bytes in the calling thread's cache,
 // counted with the pools' against the resident limit. `keep_all`: for trim_pools, which releases
 // what is parked itself (and counts it).
@@ -179,6 +186,7 @@ void return_sub_slot_to_pool(std::byte* base, std::size_t slot_bytes, std::size_
   if (--r.in_use == 0 && !carving && !keep_all &&
       p.resident + own > p.resident_limit.load(std::memory_order_relaxed)) {
     release_idle_runs(p, sc, stride, &r);
+    if (!p.enabled.load(std::memory_order_relaxed)) free_empty_bookkeeping(sc);
   }
   p.note_resident();
 }
@@ -264,10 +272,7 @@ std::size_t trim_sub_page_runs() noexcept {
   for (std::size_t k = 0; k < kSubClasses; ++k) {
     SubClass& sc = sub_classes()[k];
     released += release_idle_runs(p, sc, kSubClassBytes[k] + kRedZone);
-    if (sc.runs.empty()) {  // its bookkeeping's heap memory goes back too
-      std::vector<Run>().swap(sc.runs);
-      std::vector<std::byte*>().swap(sc.free);
-    }
+    free_empty_bookkeeping(sc);
   }
   return released;
 }

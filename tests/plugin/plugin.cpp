@@ -14,6 +14,18 @@
 #define RESERVOIR_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
 #endif
 
+namespace {
+// A static array of the plugin's own: its translation unit is initialized before the library's, so
+// it is destroyed after the library's teardown, at the unload, and its slot (a default array's, in
+// a large chunk) must still go back to the OS with its chunk.
+reservoir::DynArray<int> g_static_array = [] {
+  reservoir::DynArray<int> a;
+  for (int i = 0; i < 1000; ++i)
+    a.push_back(i);
+  return a;
+}();
+}  // namespace
+
 // The sum of what the arrays held: the host checks it, so nothing is optimized away.
 RESERVOIR_PLUGIN_EXPORT long long reservoir_plugin_use(int rounds) {
   long long sum = 0;
@@ -33,8 +45,9 @@ RESERVOIR_PLUGIN_EXPORT long long reservoir_plugin_use(int rounds) {
       tiny.push_back(static_cast<char>(i));
     for (int v : by_default)
       sum += v;
-    sum += static_cast<long long>(small.size() + tiny.size() + own_mapping.size() +
-                                  concurrent.size());
+    sum += g_static_array[999] - 999;
+    sum +=
+        static_cast<long long>(small.size() + tiny.size() + own_mapping.size() + concurrent.size());
   }
   return sum;
 }
