@@ -74,8 +74,9 @@ constexpr std::size_t kStaticEntries = 64;  // the bits of Registry::static_used
 alignas(ThreadEntry) std::byte g_static_entries[kStaticEntries][sizeof(ThreadEntry)];
 
 bool is_static(const ThreadEntry* e) noexcept {
-  const auto* const b = reinterpret_cast<const std::byte*>(e);
-  return b >= &g_static_entries[0][0] && b < &g_static_entries[0][0] + sizeof g_static_entries;
+  const auto at = reinterpret_cast<std::uintptr_t>(e);
+  const auto first = reinterpret_cast<std::uintptr_t>(&g_static_entries[0][0]);
+  return at >= first && at - first < sizeof g_static_entries;
 }
 
 // An entry from the static storage while it has room, else from the heap; nullptr if neither.
@@ -171,6 +172,9 @@ void mark_thread_ended() noexcept {
 
 ThreadEntry* my_entry(bool create) noexcept {
   const ThreadKeyHolder& k = thread_key();
+  // A thread that read g_torn_down just before the teardown (at process exit) reads a deleted key:
+  // glibc and Windows give nullptr for it (POSIX leaves it unspecified), and that thread goes on
+  // to the check under the lock below.
   if (!k.ok || g_torn_down.load(std::memory_order_acquire)) return nullptr;
   void* const value = pal::thread_value(k.key);
   if (value == &g_thread_ended) return nullptr;
