@@ -160,7 +160,8 @@ void yield_thread() noexcept;
 
 // Sleeps while `word` holds `expected`, in the OS, until wake_all(word) or a change of the word;
 // may also return spuriously, so the caller re-checks. Linux: futex; Windows: WaitOnAddress;
-// other systems: short sleeps that re-check (pal_posix_generic.cpp), so a wake is seen late, never missed.
+// other systems: short sleeps that re-check (pal_posix_generic.cpp), so a wake is seen late, never
+// missed.
 // Not std::atomic::wait: libstdc++ where it has no futex (MinGW-w64, macOS, FreeBSD) checks the
 // value outside the lock its notify takes, so a notify can be lost and a waiter sleep for ever.
 void wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept;
