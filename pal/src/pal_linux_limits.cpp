@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "pal_posix_internal.hpp"
@@ -18,10 +19,11 @@ namespace reservoir::pal {
 
 // ---- file readers ------------------------------------------------------------------------------
 
-std::size_t detail::read_proc_kib(const char* path, const char* key) noexcept {
+bool detail::read_proc_kib_fields(const char* path, const KibField* fields,
+                                  std::size_t count) noexcept {
   const CancellationOff no_cancel;
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return false;
   char buf[8192];
   std::size_t len = 0;
   for (;;) {
@@ -31,17 +33,27 @@ std::size_t detail::read_proc_kib(const char* path, const char* key) noexcept {
     len += static_cast<std::size_t>(n);
     if (len == sizeof(buf) - 1) break;
   }
-  ::close(fd);
+  (void)::close(fd);  // a read-only file: nothing is lost if close reports an error
   buf[len] = '\0';
-  const std::size_t key_len = std::strlen(key);
-  for (const char* line = buf; line && *line;) {
-    if (std::strncmp(line, key, key_len) == 0 && line[key_len] == ':') {
-      return static_cast<std::size_t>(std::strtoull(line + key_len + 1, nullptr, 10)) * 1024;
+  for (const KibField* f = fields; f != fields + count; ++f) {
+    const std::size_t key_len = std::strlen(f->key);
+    for (const char* line = buf; line && *line;) {
+      if (std::strncmp(line, f->key, key_len) == 0 && line[key_len] == ':') {
+        *f->value = static_cast<std::size_t>(std::strtoull(line + key_len + 1, nullptr, 10)) * 1024;
+        break;
+      }
+      line = std::strchr(line, '\n');
+      if (line) ++line;
     }
-    line = std::strchr(line, '\n');
-    if (line) ++line;
   }
-  return 0;
+  return true;
+}
+
+std::size_t detail::read_proc_kib(const char* path, const char* key) noexcept {
+  std::size_t value = 0;
+  const KibField field{key, &value};
+  (void)read_proc_kib_fields(path, &field, 1);  // unread: 0
+  return value;
 }
 
 bool detail::read_small_file(const char* path, char* buf, std::size_t size) noexcept {
@@ -275,43 +287,18 @@ bool memory_limit(MemoryLimit* out) noexcept {
 bool machine_memory(MachineMemory* out) noexcept {
   if (std::error_code ec; injected_failure(Op::stats, &ec)) return false;
   if (detail::machine_memory_override(out)) return true;
-  const CancellationOff no_cancel;
-  int fd = ::open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[8192];
-  std::size_t len = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, buf + len, sizeof(buf) - 1 - len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    len += static_cast<std::size_t>(n);
-    if (len == sizeof(buf) - 1) break;
-  }
-  (void)::close(fd);  // a read-only file: nothing is lost if close reports an error
-  buf[len] = '\0';
   MachineMemory m;
-  const struct {
-    const char* key;
-    std::size_t* value;
-  } fields[] = {{"MemTotal:", &m.total},
-                {"MemAvailable:", &m.available},
-                {"SwapTotal:", &m.swap_total},
-                {"SwapFree:", &m.swap_free}};
-  for (const auto& f : fields) {
-    const char* at = std::strstr(buf, f.key);
-    if (at) {
-      *f.value =
-          static_cast<std::size_t>(std::strtoull(at + std::strlen(f.key), nullptr, 10)) * 1024;
-    }
+  const KibField fields[] = {{"MemTotal", &m.total},
+                             {"MemAvailable", &m.available},
+                             {"SwapTotal", &m.swap_total},
+                             {"SwapFree", &m.swap_free}};
+  if (!read_proc_kib_fields("/proc/meminfo", fields, std::size(fields)) || m.total == 0) {
+    return false;
   }
-  if (m.total == 0) return false;
-  fd = ::open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    char mode[8] = {};
-    if (::read(fd, mode, sizeof(mode) - 1) > 0 && mode[0] >= '0' && mode[0] <= '2') {
-      m.overcommit = mode[0] - '0';
-    }
-    (void)::close(fd);
+  char mode[8];
+  if (read_small_file("/proc/sys/vm/overcommit_memory", mode, sizeof mode) && mode[0] >= '0' &&
+      mode[0] <= '2') {
+    m.overcommit = mode[0] - '0';
   }
   *out = m;
   return true;

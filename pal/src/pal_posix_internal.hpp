@@ -81,7 +81,15 @@ void sleep_word_poll() noexcept;
 // cannot.
 bool read_small_file(const char* path, char* buf, std::size_t size) noexcept;
 
-// Reads "Key:   123 kB" from a /proc file; returns the number times 1024, or 0.
+// A "Key:   123 kB" line of a /proc file (/proc/self/status, /proc/meminfo).
+struct KibField {
+  const char* key;     // the line's first word, without its colon
+  std::size_t* value;  // set to the number times 1024; left as it was where no line has the key
+};
+// The one reader of such lines: reads `path` once and fills fields[0, count); false if the file
+// cannot be opened.
+bool read_proc_kib_fields(const char* path, const KibField* fields, std::size_t count) noexcept;
+// One such line of `path`: the number times 1024, or 0.
 std::size_t read_proc_kib(const char* path, const char* key) noexcept;
 
 }  // namespace reservoir::pal::detail
@@ -89,9 +97,11 @@ std::size_t read_proc_kib(const char* path, const char* key) noexcept;
 namespace reservoir::pal {
 using detail::CancellationOff;
 using detail::kept_answer;
+using detail::KibField;
 using detail::last_error;
 using detail::os_page_size;
 using detail::read_proc_kib;
+using detail::read_proc_kib_fields;
 using detail::read_small_file;
 using detail::sleep_word_poll;
 }  // namespace reservoir::pal
