@@ -145,10 +145,7 @@ void print_bulk(const Config& cfg, const std::vector<Result>& rs) {
       fmt::print("{:>6}  {:<14}{}\n", rb::format_count(r.size), r.container, r.status);
       continue;
     }
-    const char* floor_name = "memset";
-    for (const BulkOp& op : kBulkOps) {
-      if (r.container == op.name) floor_name = op.floor;
-    }
+    const std::string floor_name = bulk_floor(r.container);
     const Result* floor = find(rs, "bulk", floor_name, "int", r.size);
     const bool is_floor = r.container == floor_name;
     fmt::print(
@@ -170,6 +167,13 @@ std::vector<std::string> bulk_operation_names() {
   for (const BulkOp& op : kBulkOps)
     names.emplace_back(op.name);
   return names;
+}
+
+std::string bulk_floor(std::string_view op) {
+  for (const BulkOp& b : kBulkOps) {
+    if (op == b.name) return b.floor;
+  }
+  return "";
 }
 
 }  // namespace reservoir::bench::tour

@@ -226,6 +226,8 @@ extern const Table kMemoryTable, kThroughputTable, kLatencyTable, kConcurrentTab
     kTimelineTable, kMixedTable, kManyArraysTable, kBulkTable;
 // The bulk table's operations and floors, in its order (for --help).
 std::vector<std::string> bulk_operation_names();
+// The floor (memset or memcpy) a bulk operation is measured against; "" for an unknown name.
+std::string bulk_floor(std::string_view op);
 // The bulk table's child: one operation on n ints, "ok seconds=COLD warm=WARM".
 std::string bulk_child(std::string_view op, std::uint64_t n);
 
