@@ -88,8 +88,10 @@ std::string key_before(const std::string& text, std::size_t at) {
 }
 
 std::string row_name(const json& r) {
-  std::string name = fmt::format("{}/{}/{}/{}", r.value("table", "?"), r.value("container", "?"),
-                                 r.value("type", "?"), r.value("size", 0.0));
+  const double size = r.value("size", 0.0);
+  std::string name = fmt::format(
+      "{}/{}/{}/{}", r.value("table", "?"), r.value("container", "?"), r.value("type", "?"),
+      size >= 0 && size < 1.8e19 ? rb::format_count(static_cast<std::uint64_t>(size)) : "?");
   if (r.contains("threads")) name += fmt::format(" threads {}", r["threads"].dump());
   return name;
 }
@@ -285,9 +287,9 @@ int compare_main(int argc, char** argv) {
     return 2;
   }
   fmt::print(
-      "\n{} cells compared, {} gated: {} regressed by more than {:g}%{}; {} reference rows "
+      "\n{} cells compared, {} regressed by more than {:g}% of {} gated{}; {} not gated "
       "worse (not counted)\n",
-      compared, gated, regressions, threshold, regressions > 0 ? " (exit 1)" : "", ref_worse);
+      compared, regressions, threshold, gated, regressions > 0 ? " (exit 1)" : "", ref_worse);
   return regressions > 0 ? 1 : 0;
 }
 
