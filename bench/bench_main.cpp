@@ -192,8 +192,16 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", cfg.quiet, "Print no tables or progress (files only)");
   try {
     app.parse(argc, argv);
-    cfg.sizes = rb::parse_count_list(sizes);
-    cfg.mixed.iterations = rb::parse_count_list(mixed_iterations);
+    // A parse error names the option it came from.
+    auto counts = [](const char* option, const std::string& text) {
+      try {
+        return rb::parse_count_list(text);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(option) + ": " + e.what());
+      }
+    };
+    cfg.sizes = counts("--sizes", sizes);
+    cfg.mixed.iterations = counts("--mixed-iterations", mixed_iterations);
     try {
       cfg.batch_elements = rb::parse_count(batch_elements);
     } catch (const std::invalid_argument& e) {
@@ -239,7 +247,16 @@ int main(int argc, char** argv) {
         cfg.threads.push_back(t);
       if (cores > cfg.threads.back() && cores <= 256) cfg.threads.push_back(cores);
     } else if (!threads.empty() && threads != "0") {
-      for (std::uint64_t t : rb::parse_count_list(threads)) {
+      std::vector<std::uint64_t> list;
+      try {
+        list = rb::parse_count_list(threads);
+      } catch (const std::invalid_argument&) {
+        throw std::invalid_argument(
+            "--threads must be positive thread counts (e.g. 1,2,4; 0: no "
+            "concurrent tables), not '" +
+            threads + "'");
+      }
+      for (std::uint64_t t : list) {
         if (t > 256) throw std::invalid_argument("--threads: at most 256");
         cfg.threads.push_back(t);
       }
@@ -395,6 +412,18 @@ int main(int argc, char** argv) {
                  "others' results stand\n",
                  failed, results.size());
     rc = 1;
+  }
+  // A run that measured nothing is not a result, even under --quiet: exit 3, saying why.
+  const auto measured = std::find_if(results.begin(), results.end(),
+                                     [](const Result& r) { return r.status == "ok"; });
+  if (rc == 0 && measured == results.end()) {
+    std::fprintf(stderr, "reservoir-bench: no cell measured anything: %s\n",
+                 results.empty()
+                     ? "the options leave no cell to run"
+                     : fmt::format("all {} were skipped or timed out ({}: {})", results.size(),
+                                   results.front().container, results.front().status)
+                           .c_str());
+    rc = 3;
   }
   return rc;
 }

@@ -221,12 +221,13 @@ void print_summary(const Config& cfg, const Context& ctx, const std::vector<Resu
   }
   fmt::print("\n");
   if (!cfg.json.empty()) {
-    fmt::print("Figures: python3 scripts/plot_bench.py {} [OUT_DIR]\n", cfg.json);
+    fmt::print("Figures: python3 scripts/plot_bench.py {} [OUT_DIR]", cfg.json);
   } else {
     fmt::print(
         "Figures: run again with --json FILE.json, then python3 scripts/plot_bench.py FILE.json "
-        "[OUT_DIR]\n");
+        "[OUT_DIR]");
   }
+  fmt::print(" (needs matplotlib: scripts/install-deps.sh plot)\n");
 }
 
 }  // namespace reservoir::bench::tour

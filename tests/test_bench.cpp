@@ -243,6 +243,8 @@ TEST_SUITE("bench_smoke") {
       CHECK(closing.find(line) != std::string::npos);
     }
     CHECK(closing.find("Figures: python3 scripts/plot_bench.py " + json_file) != std::string::npos);
+    CHECK(closing.find("(needs matplotlib: scripts/install-deps.sh plot)") != std::string::npos);
+    CHECK(closing.find("ConcurrentDynArray with a Writer per thread ") != std::string::npos);
     // Units that show: no per-action time printed as 0.000 seconds; no ratio against a cell
     // that measures nothing (page_floor's destroy) and no 1e3 peak read as "0 B (0.00x)".
     CHECK(r.output.find(" 0.000 ") == std::string::npos);
