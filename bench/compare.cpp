@@ -22,7 +22,7 @@ using nlohmann::json;
 //   reservoir-bench compare BASE.json NEW.json [--threshold PCT]
 // Every cell's ratio to its table's baseline in both files, and the change of that ratio, so that
 // runs on different machines compare. Only the library's own contenders decide the exit code
-// (is_gated); the reference rows are shown. Exit 1 if a stable gated cell got worse by more than
+// (is_own); the reference rows are shown. Exit 1 if a stable gated cell got worse by more than
 // PCT percent, 2 on bad input, 0 otherwise (see docs/bench.md).
 
 // How one table is compared: the row every other row is divided by, and the figure.
@@ -79,6 +79,7 @@ struct FileCells {
 
 // The JSON key whose value starts before byte `at`: the last "name": before it, or "".
 std::string key_before(const std::string& text, std::size_t at) {
+  if (at == 0 || text.empty()) return "";
   const std::size_t colon = text.rfind(':', std::min(at, text.size()) - 1);
   if (colon == std::string::npos) return "";
   const std::size_t close = text.rfind('"', colon);
