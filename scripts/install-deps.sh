@@ -30,7 +30,7 @@ zig=0
 for g in "${groups[@]}"; do
   case "$g" in
     base) want+=(cmake ninja-build g++ ccache git pkg-config doctest-dev libfmt-dev libcli11-dev
-                 libtbb-dev) ;;
+                 libtbb-dev nlohmann-json3-dev) ;;
     clang) want+=(clang libclang-rt-14-dev) ;;
     libcxx) want+=(clang libc++-14-dev libc++abi-14-dev doctest-dev libfmt-dev libcli11-dev) ;;
     fuzz) want+=(clang libclang-rt-14-dev) ;;

@@ -1,6 +1,7 @@
 // Tests of <reservoir/pal.hpp>: the OS layer, its errors, its statistics, its failure seam.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -88,6 +89,43 @@ TEST_SUITE("pal") {
     pal::testing::set_transparent_huge_pages(-1);
     CHECK(pal::host_reclaims_free_pages() == reporting);
   }
+
+#if defined(__linux__)
+  TEST_CASE("the machine's memory and the resident set are read from /proc") {
+    // An independent reading of the "Key:   123 kB" lines pal reads (every Linux build).
+    auto kib = [](const char* path, const std::string& key) {
+      std::ifstream f(path);
+      std::string line;
+      while (std::getline(f, line)) {
+        if (line.compare(0, key.size() + 1, key + ":") == 0) {
+          return std::stoull(line.substr(key.size() + 1)) * 1024;
+        }
+      }
+      return 0ull;
+    };
+    pal::MachineMemory m;
+    REQUIRE(pal::machine_memory(&m));
+    // Totals do not change while the test runs; what is free does.
+    CHECK(m.total == kib("/proc/meminfo", "MemTotal"));
+    CHECK(m.total > 0);
+    CHECK(m.swap_total == kib("/proc/meminfo", "SwapTotal"));
+    CHECK(m.available > 0);
+    CHECK(m.available <= m.total);
+    CHECK(m.swap_free <= m.swap_total);
+    std::ifstream overcommit("/proc/sys/vm/overcommit_memory");
+    int mode = -1;
+    if (overcommit >> mode) {
+      CHECK(m.overcommit == mode);
+    }
+    // The resident set: between two independent readings, give or take the pages in between.
+    const std::size_t before = kib("/proc/self/status", "VmRSS");
+    const std::size_t rss = pal::current_rss();
+    const std::size_t after = kib("/proc/self/status", "VmRSS");
+    CHECK(rss > 0);
+    CHECK(rss + 4 * kMiB >= std::min(before, after));
+    CHECK(rss <= std::max(before, after) + 4 * kMiB);
+  }
+#endif
 
   TEST_CASE("page size and allocation granularity come from the OS") {
     const std::size_t page = pal::page_size();

@@ -3,8 +3,9 @@
 // Internal to reservoir: this header is not installed, and no public header includes it. The
 // library's sources, its tests and its bench use it; programs that use reservoir do not.
 //
-// One contract, two implementations: pal/src/pal_posix.cpp (Linux, macOS, FreeBSD) and
-// pal/src/pal_windows.cpp, chosen once in CMakeLists.txt. Every function is noexcept, never prints,
+// One contract, two implementations: the POSIX files of pal/src (Linux, macOS, FreeBSD: one file
+// per OS and per concern, pal_posix_internal.hpp lists them) and pal/src/pal_windows.cpp, chosen
+// once in CMakeLists.txt. Every function is noexcept, never prints,
 // never aborts, and reports OS failures as a std::error_code carrying errno / GetLastError().
 // Our tests can make the OS calls fail on purpose through a seam whose header is not installed
 // (pal/testing/pal_testing.hpp).
@@ -159,7 +160,8 @@ void yield_thread() noexcept;
 
 // Sleeps while `word` holds `expected`, in the OS, until wake_all(word) or a change of the word;
 // may also return spuriously, so the caller re-checks. Linux: futex; Windows: WaitOnAddress;
-// other systems: short sleeps that re-check (pal_posix.cpp), so a wake is seen late, never missed.
+// other systems: short sleeps that re-check (pal_posix_generic.cpp), so a wake is seen late, never
+// missed.
 // Not std::atomic::wait: libstdc++ where it has no futex (MinGW-w64, macOS, FreeBSD) checks the
 // value outside the lock its notify takes, so a notify can be lost and a waiter sleep for ever.
 void wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept;
