@@ -101,10 +101,10 @@ class Child {
 
  private:
   long id_ = 0;
-  std::intptr_t output_ = -1;   // POSIX: the pipe's read end; Windows: its HANDLE
-  std::intptr_t process_ = -1;  // Windows: the process HANDLE
+  std::intptr_t output_ = -1;    // POSIX: the pipe's read end; Windows: its HANDLE
+  std::intptr_t process_ = -1;   // Windows: the process HANDLE
   std::intptr_t lifeline_ = -1;  // POSIX without a parent-death signal: the pipe's write end
-  int slot_ = -1;               // its place in the table end_children_on_signals() kills from
+  int slot_ = -1;                // its place in the table end_children_on_signals() kills from
 };
 
 // Runs `path` with `args`, captures its stdout and waits for it: Child::start, then wait.

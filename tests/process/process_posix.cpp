@@ -236,13 +236,6 @@ void end_after(double seconds) {
 
 // ---- children ----------------------------------------------------------------------------------
 
-Child::~Child() {
-  if (id_ == 0) return;
-  (void)kill();
-  ProcessResult ignored;
-  (void)wait(&ignored);
-}
-
 std::error_code Child::start(const std::string& path, const std::vector<std::string>& args) {
   if (id_ != 0) return std::make_error_code(std::errc::device_or_resource_busy);
   // Everything the child needs is made before the fork: after it, the child may only make
@@ -286,7 +279,8 @@ std::error_code Child::start(const std::string& path, const std::vector<std::str
     close_all();
     return ec;
   }
-  if (pid == 0) exec_child(path.c_str(), argv.data(), child_env, out[1], report[1], lifeline[0], parent);
+  if (pid == 0)
+    exec_child(path.c_str(), argv.data(), child_env, out[1], report[1], lifeline[0], parent);
   slot_ = take_slot(pid);
   close_fd(out[1]);
   close_fd(report[1]);
@@ -357,13 +351,6 @@ std::error_code Child::kill() noexcept {
 std::error_code kill_process(long id) noexcept {
   if (::kill(static_cast<pid_t>(id), SIGKILL) != 0) return os_error(errno);
   return {};
-}
-
-std::error_code run_process(const std::string& path, const std::vector<std::string>& args,
-                            ProcessResult* out) {
-  Child child;
-  if (std::error_code ec = child.start(path, args)) return ec;
-  return child.wait(out);
 }
 
 bool process_running(long id) {

@@ -68,8 +68,7 @@ HANDLE children_job(std::error_code* ec) {
     JOBOBJECT_EXTENDED_LIMIT_INFORMATION limits{};
     limits.BasicLimitInformation.LimitFlags =
         JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_BREAKAWAY_OK;
-    if (!::SetInformationJobObject(j, JobObjectExtendedLimitInformation, &limits,
-                                   sizeof(limits))) {
+    if (!::SetInformationJobObject(j, JobObjectExtendedLimitInformation, &limits, sizeof(limits))) {
       const DWORD error = ::GetLastError();
       ::CloseHandle(j);
       ::SetLastError(error);
@@ -131,13 +130,6 @@ void end_after(double seconds) {
 
 // ---- children ----------------------------------------------------------------------------------
 
-Child::~Child() {
-  if (id_ == 0) return;
-  (void)kill();
-  ProcessResult ignored;
-  (void)wait(&ignored);
-}
-
 std::error_code Child::start(const std::string& path, const std::vector<std::string>& args) {
   if (id_ != 0) return std::make_error_code(std::errc::device_or_resource_busy);
   std::error_code ec;
@@ -177,8 +169,8 @@ std::error_code Child::start(const std::string& path, const std::vector<std::str
   // each time.
   BOOL ok = FALSE;
   for (DWORD attempt = 0;; ++attempt) {
-    ok = ::CreateProcessA(path.c_str(), cmd.data(), nullptr, nullptr, TRUE, flags, nullptr,
-                          nullptr, &si, &pi);
+    ok = ::CreateProcessA(path.c_str(), cmd.data(), nullptr, nullptr, TRUE, flags, nullptr, nullptr,
+                          &si, &pi);
     if (!ok && ::GetLastError() == ERROR_ACCESS_DENIED && (flags & CREATE_BREAKAWAY_FROM_JOB)) {
       flags &= ~static_cast<DWORD>(CREATE_BREAKAWAY_FROM_JOB);
       continue;
@@ -244,13 +236,6 @@ std::error_code Child::kill() noexcept {
   if (id_ == 0) return std::make_error_code(std::errc::no_child_process);
   if (!::TerminateProcess(handle_of(process_), 1)) return last_error();
   return {};
-}
-
-std::error_code run_process(const std::string& path, const std::vector<std::string>& args,
-                            ProcessResult* out) {
-  Child child;
-  if (std::error_code ec = child.start(path, args)) return ec;
-  return child.wait(out);
 }
 
 std::error_code kill_process(long id) noexcept {
