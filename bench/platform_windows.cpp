@@ -1,10 +1,5 @@
-// The bench's platform layer for Windows.
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
+// The bench's platform layer for Windows. NOMINMAX and WIN32_LEAN_AND_MEAN come from
+// bench/CMakeLists.txt.
 #include <windows.h>
 
 #include <string>

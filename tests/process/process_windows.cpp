@@ -1,10 +1,4 @@
-// The process layer for Windows.
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
+// The process layer for Windows. NOMINMAX and WIN32_LEAN_AND_MEAN come from its CMakeLists.txt.
 #include <windows.h>
 // windows.h first: psapi.h needs its types.
 #include <psapi.h>
