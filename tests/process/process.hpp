@@ -61,7 +61,9 @@ void end_after(double seconds);
 //   The kernel sends it when the thread that started the child ends: start children from a
 //   thread that outlives them (the main thread).
 // - other POSIX (macOS, and Linux's posix-generic build): a pipe whose write end only the parent
-//   holds; the child's watch_parent() thread sees it close and kills the child.
+//   holds (and copies of it that fork without exec made); the child's watch_parent() thread sees
+//   it close and kills the child. A child program that never calls watch_parent() is not covered
+//   there.
 // - Windows: every child is in a job object that kills its processes when its last handle, held
 //   by the parent alone, closes.
 // end_children_on_signals() adds the orderly end: SIGTERM, SIGINT or SIGHUP kill the children
