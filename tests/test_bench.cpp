@@ -863,7 +863,10 @@ TEST_SUITE("bench") {
     const std::vector<std::pair<std::string, int>> ends = {
         {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT}, {"SIGKILL", SIGKILL}};
 #endif
-    for (const auto& [how, sig] : ends) {
+    for (const auto& end : ends) {
+      // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+      const std::string& how = end.first;
+      const int sig = end.second;
       CAPTURE(how);
       const test::TempDir dir("reservoir-bench-end");
       const std::string pid_file = dir.file("cell.pid");
