@@ -341,6 +341,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "reservoir-bench: cannot find my own executable to re-run it\n");
     return 1;
   }
+  // No cell outlives the run: SIGTERM, SIGINT and SIGHUP end the running cell first (and a
+  // SIGKILL, which no program sees, ends it through the process layer's parent-death watch).
+  if (const std::error_code ec = rb::end_children_on_signals()) {
+    std::fprintf(stderr, "reservoir-bench: cannot handle termination signals: %s\n",
+                 pal::describe(ec).c_str());
+    return 1;
+  }
 
   // Read by every child (child_main): the cell budget.
   if (!rb::set_environment("RESERVOIR_BENCH_CELL_BUDGET", fmt::format("{:g}", cfg.cell_budget))) {

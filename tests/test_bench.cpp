@@ -8,7 +8,9 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include <reservoir/pal.hpp>
@@ -19,6 +21,10 @@
 #include "parse.hpp"
 #include "platform.hpp"
 #include "support.hpp"
+
+#if !defined(_WIN32)
+#include <signal.h>
+#endif
 
 using reservoir::bench::LogLinearHistogram;
 namespace rb = reservoir::bench;
@@ -979,5 +985,68 @@ TEST_SUITE("bench") {
       status[str(res, "container")] = str(res, "status");
     CHECK(status["dynarray"].find("failed on purpose") != std::string::npos);
     CHECK(status["vector"] == "ok");
+  }
+}
+
+TEST_SUITE("bench") {
+  TEST_CASE("no cell outlives the bench, whatever ends the bench mid-cell") {
+    namespace rp = reservoir::process;
+    // Each way the bench may end while a cell runs: the cell hangs (its budget of 60 s would end
+    // it a minute later) and must be gone within a second of the bench. SIGKILL, which the bench
+    // cannot see, and TerminateProcess are the OS's part; SIGTERM and SIGINT the bench's own.
+#if defined(_WIN32)
+    const std::vector<std::pair<std::string, int>> ends = {{"TerminateProcess", 0}};
+#else
+    const std::vector<std::pair<std::string, int>> ends = {
+        {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT}, {"SIGKILL", SIGKILL}};
+#endif
+    for (const auto& end : ends) {
+      // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+      const std::string& how = end.first;
+      const int sig = end.second;
+      CAPTURE(how);
+      const test::TempDir dir("reservoir-bench-end");
+      const std::string pid_file = dir.file("cell.pid");
+      const ScopedEnv hang("RESERVOIR_BENCH_HANG_CELL", "memory/dynarray");
+      const ScopedEnv tell("RESERVOIR_BENCH_HANG_PID_FILE", pid_file.c_str());
+      rp::Child bench;
+      REQUIRE_FALSE(bench.start(
+          bench_path(), {"--only", "memory", "--sizes", "1e3", "--types", "int", "--containers",
+                         "dynarray", "--reps", "1", "--cell-budget", "60"}));
+      // The cell is running once its process id and newline are in the file.
+      long cell = 0;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (cell == 0 && std::chrono::steady_clock::now() < deadline) {
+        std::ifstream in(pid_file);
+        std::string line;
+        if (std::getline(in, line) && !in.eof()) {
+          cell = std::stol(line);
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
+      REQUIRE(cell > 0);
+      REQUIRE(rp::process_running(cell));
+#if defined(_WIN32)
+      REQUIRE_FALSE(bench.kill());
+#else
+      REQUIRE(::kill(static_cast<pid_t>(bench.id()), sig) == 0);
+#endif
+      rb::ProcessResult r;
+      REQUIRE_FALSE(bench.wait(&r));
+#if defined(_WIN32)
+      CHECK(r.exited);
+#else
+      CHECK_FALSE(r.exited);
+      CHECK(r.signal == sig);  // died of the signal itself, as if it had not caught it
+#endif
+      bool gone = false;
+      for (int i = 0; i < 50 && !gone; ++i) {
+        gone = !rp::process_running(cell);
+        if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      CHECK_MESSAGE(gone, "the cell's process " << cell << " outlived the bench");
+      if (!gone) (void)rp::kill_process(cell);  // leave nothing behind when this check fails
+    }
   }
 }
