@@ -26,7 +26,9 @@
 
 #include "support.hpp"
 
-#if !defined(_WIN32)
+#if defined(_WIN32)
+#include <io.h>  // _dup2
+#else
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -495,27 +497,49 @@ RESERVOIR_CHILD("concurrent.fork_while_closed") {
 }
 #endif
 
+// Sends this child's stderr to its stdout, which the parent captures, and prints the address of
+// `array` ("array 0x..."), which the loss message must name.
+void stderr_to_stdout_naming(const void* array) {
+  std::printf("array %p\n", array);
+  std::fflush(stdout);
+  std::fflush(stderr);
+#if defined(_WIN32)
+  (void)_dup2(_fileno(stdout), _fileno(stderr));
+#else
+  (void)::dup2(STDOUT_FILENO, STDERR_FILENO);
+#endif
+}
+
 // 15 elements through a Writer into an array of 10, the writer destroyed with no flush: the 5 that
-// do not fit are lost without any flush having reported it. Prints "dropped N size S" (a library
-// built without NDEBUG aborts in the writer's destructor instead).
-RESERVOIR_CHILD("concurrent.writer_drops_unreported") {
+// do not fit are lost without any flush having reported it. The default writer aborts with a
+// message naming the array (every build); made with WriterLoss::count, it prints "dropped N size
+// S".
+int writer_drops_unreported(reservoir::WriterLoss on_loss) {
   ConcurrentDynArray<int> a{reservoir::max_elements(10)};
+  stderr_to_stdout_naming(&a);
   {
-    auto w = a.writer();
+    auto w = a.writer(on_loss);
     for (int i = 0; i < 15; ++i)
       w.push_back(i);
   }
   std::printf("dropped %zu size %zu\n", a.dropped(), a.size());
   return 0;
 }
+RESERVOIR_CHILD("concurrent.writer_drops_unreported") {
+  return writer_drops_unreported(reservoir::WriterLoss::abort);
+}
+RESERVOIR_CHILD("concurrent.writer_drops_unreported_counted") {
+  return writer_drops_unreported(reservoir::WriterLoss::count);
+}
 
 // A flush() throws for the one element that does not fit (the program is told), then one more is
-// buffered and the writer destroyed: two dropped, the second never reported. Prints "dropped N
-// size S" (a library built without NDEBUG aborts in the writer's destructor instead).
-RESERVOIR_CHILD("concurrent.writer_drops_one_unreported_after_told") {
+// buffered and the writer destroyed: two dropped, the second never reported. Aborts naming one
+// element (default writer), or prints "dropped N size S" (WriterLoss::count).
+int writer_drops_one_unreported_after_told(reservoir::WriterLoss on_loss) {
   ConcurrentDynArray<int> a{reservoir::max_elements(4)};
+  stderr_to_stdout_naming(&a);
   {
-    auto w = a.writer();
+    auto w = a.writer(on_loss);
     for (int i = 0; i < 5; ++i)
       w.push_back(i);
     try {
@@ -526,6 +550,60 @@ RESERVOIR_CHILD("concurrent.writer_drops_one_unreported_after_told") {
   }
   std::printf("dropped %zu size %zu\n", a.dropped(), a.size());
   return 0;
+}
+RESERVOIR_CHILD("concurrent.writer_drops_one_unreported_after_told") {
+  return writer_drops_one_unreported_after_told(reservoir::WriterLoss::abort);
+}
+RESERVOIR_CHILD("concurrent.writer_drops_one_unreported_after_told_counted") {
+  return writer_drops_one_unreported_after_told(reservoir::WriterLoss::count);
+}
+
+// The final flush's commit is refused: the loss message gives the refusal's own words.
+RESERVOIR_CHILD("concurrent.writer_drops_refused") {
+  reservoir::ArenaOptions o;
+  o.reuse_reservation = false;  // nothing committed yet: the flush must commit
+  ConcurrentDynArray<int> a{reservoir::max_elements(1000), o};
+  stderr_to_stdout_naming(&a);
+  {
+    auto w = a.writer();
+    for (int i = 0; i < 3; ++i)
+      w.push_back(i);
+    reservoir::pal::testing::fail(pal::Op::commit, 0, 1000,
+                                  reservoir::pal::testing::out_of_memory_error());
+  }
+  std::printf("dropped %zu size %zu\n", a.dropped(), a.size());
+  return 0;
+}
+
+#if !defined(NDEBUG)
+// operator[] past size(): the assertion stops it (a debug build), as DynArray's does.
+RESERVOIR_CHILD("concurrent.index_past_size") {
+  ConcurrentDynArray<int> a{reservoir::max_elements(8)};
+  a.push_back(1);
+  a.push_back(2);
+  std::printf("%d\n", a[1]);  // fine: the last published element
+  std::fflush(stdout);
+  const ConcurrentDynArray<int>& c = a;
+  std::printf("%d\n", c[2]);  // committed memory, not published
+  return 0;
+}
+#endif
+
+// The child's end was std::abort().
+bool aborted(const test::ProcessResult& r) {
+#if defined(_WIN32)
+  return r.exited && r.exit_code == 3;
+#else
+  return !r.exited && r.signal == SIGABRT;
+#endif
+}
+
+// The address the child printed as "array 0x...".
+std::string array_address(const std::string& output) {
+  const std::size_t at = output.find("array ");
+  if (at == std::string::npos) return "(none)";
+  const std::size_t end = output.find_first_of("\r\n", at);
+  return output.substr(at + 6, end - at - 6);
 }
 
 namespace {
@@ -1443,12 +1521,13 @@ TEST_SUITE("concurrent") {
     };
     CHECK(core.append_solo(store) == 0);  // no owner yet (and nothing committed)
     CHECK(constructed == 0);
-    const std::size_t first = core.claim(sizeof(int));  // the general way: this thread owns it
+    const std::size_t first =
+        core.claim({sizeof(int), "push_back"});  // the general way: this thread owns it
     slots[first] = 0;
     core.publish(first);
     // An append of the owner's in progress (claimed, not yet published): a nested one must go
     // the general way.
-    const std::size_t open = core.claim(sizeof(int));
+    const std::size_t open = core.claim({sizeof(int), "push_back"});
     CHECK(core.append_solo(store) == 0);
     slots[open] = 3;
     core.publish(open);
@@ -1456,7 +1535,7 @@ TEST_SUITE("concurrent") {
     CHECK(constructed == (solo ? 1u : 0u));
     CHECK(core.size() == (solo ? 3u : 2u));
     std::thread second([&] {  // a second appender ends solo mode
-      const std::size_t i = core.claim(sizeof(int));
+      const std::size_t i = core.claim({sizeof(int), "push_back"});
       slots[i] = static_cast<int>(i) * 3;
       core.publish(i);
     });
@@ -1953,26 +2032,157 @@ TEST_SUITE("concurrent") {
     CHECK(moved.dropped() == 5);
     CHECK(b.dropped() == 0);
 
-    // Never reported: a checked library stops the program, a release one counts the loss.
+    // Never reported: the default writer stops the program in every build, naming the array,
+    // the count and why; one made with WriterLoss::count counts the loss.
     const test::ProcessResult r = test::run_child("concurrent.writer_drops_unreported");
     MESSAGE(test::describe(r) << ": " << r.output);
-    if (reservoir::detail::writer_loss_aborts()) {
-      CHECK((!r.exited || r.exit_code == 3));  // SIGABRT; Windows' abort() exits with 3
-    } else {
-      CHECK(r.exited);
-      CHECK(r.output.find("dropped 5 size 10") != std::string::npos);
-    }
+    CHECK_MESSAGE(aborted(r), test::describe(r));  // SIGABRT; Windows' abort() exits with 3
+    CHECK(r.output.find("reservoir::ConcurrentDynArray::~Writer: 5 buffered elements could not "
+                        "be appended to the array at " +
+                        array_address(r.output) +
+                        ": full at max_size() 10. No flush() had "
+                        "reported it") != std::string::npos);
+    CHECK(r.output.find("writer(reservoir::WriterLoss::count)") != std::string::npos);
+    CHECK(r.output.find("\ndropped ") == std::string::npos);
+    const test::ProcessResult counted =
+        test::run_child("concurrent.writer_drops_unreported_counted");
+    MESSAGE(test::describe(counted) << ": " << counted.output);
+    CHECK(counted.exited);
+    CHECK(counted.exit_code == 0);
+    CHECK(counted.output.find("dropped 5 size 10") != std::string::npos);
+    CHECK(counted.output.find("~Writer") == std::string::npos);  // the library printed nothing
     // Told about one element, then another buffered: the second one is not covered by the first
     // report, so its loss is treated as never reported.
     const test::ProcessResult after =
         test::run_child("concurrent.writer_drops_one_unreported_after_told");
     MESSAGE(test::describe(after) << ": " << after.output);
-    if (reservoir::detail::writer_loss_aborts()) {
-      CHECK((!after.exited || after.exit_code == 3));
-      CHECK(after.output.find("dropped") == std::string::npos);
-    } else {
-      CHECK(after.exited);
-      CHECK(after.output.find("dropped 2 size 4") != std::string::npos);
+    CHECK_MESSAGE(aborted(after), test::describe(after));
+    CHECK(after.output.find("\ndropped ") == std::string::npos);  // not its own line
+    CHECK(after.output.find("~Writer: 1 buffered element could not be appended to the array at " +
+                            array_address(after.output) + ": full at max_size() 4.") !=
+          std::string::npos);
+    const test::ProcessResult after_counted =
+        test::run_child("concurrent.writer_drops_one_unreported_after_told_counted");
+    MESSAGE(test::describe(after_counted) << ": " << after_counted.output);
+    CHECK(after_counted.exited);
+    CHECK(after_counted.output.find("dropped 2 size 4") != std::string::npos);
+    // A refused commit: the message carries the refusal.
+    const test::ProcessResult refused = test::run_child("concurrent.writer_drops_refused");
+    MESSAGE(test::describe(refused) << ": " << refused.output);
+    CHECK_MESSAGE(aborted(refused), test::describe(refused));
+    CHECK(refused.output.find("~Writer: 3 buffered elements could not be appended to the array "
+                              "at " +
+                              array_address(refused.output) + ": cannot commit ") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("operator[] past size() stops a debug build, as DynArray's does") {
+#if defined(NDEBUG)
+    MESSAGE("NDEBUG: assertions are off, as for DynArray's operator[]");
+#else
+    const test::ProcessResult r = test::run_child("concurrent.index_past_size");
+    CHECK_MESSAGE(aborted(r), test::describe(r));
+    std::string out = r.output;  // without the \r of Windows' text mode
+    out.erase(std::remove(out.begin(), out.end(), '\r'), out.end());
+    CHECK(out == "2\n");  // the valid read ran, the one past size() did not
+#endif
+  }
+
+  // Every length error names the user's call; a default-constructed array says what it needs.
+  TEST_CASE("ConcurrentDynArray: errors name the user's call") {
+    auto message = [](auto&& f) {
+      try {
+        f();
+      } catch (const std::length_error& e) {
+        return std::string("length_error ") + e.what();
+      } catch (const reservoir::OsAllocationError& e) {
+        return std::string("OsAllocationError ") + e.what();
+      } catch (const std::system_error& e) {
+        return std::string("system_error ") + e.what();
+      }
+      return std::string("nothing thrown");
+    };
+    const std::string prefix = "length_error reservoir::ConcurrentDynArray::";
+    const std::string none =
+        ": full at max_size() 0: a default-constructed or moved-from ConcurrentDynArray has no "
+        "reservation; construct it with reservoir::max_elements(n) (or move-assign such an array "
+        "into it)";
+    const std::vector<int> one{9};
+    const std::deque<int> one_deque{9};
+    ConcurrentDynArray<int> empty;
+    CHECK(message([&] { empty.push_back(9); }) == prefix + "push_back/emplace_back" + none);
+    CHECK(message([&] { empty.emplace_back(9); }) == prefix + "push_back/emplace_back" + none);
+    CHECK(message([&] {
+            empty.emplace_back_with([](std::size_t i) noexcept { return static_cast<int>(i); });
+          }) == prefix + "emplace_back_with" + none);
+    CHECK(message([&] { empty.append_range(one); }) == prefix + "append_range" + none);
+    CHECK(message([&] { empty.append_range(one_deque); }) == prefix + "append_range" + none);
+    CHECK(message([&] {
+            auto w = empty.writer();
+            w.push_back(9);
+          }) == prefix + "Writer::push_back/emplace_back" + none);
+    ConcurrentDynArray<std::string> strings;  // a constructor that may throw: built aside first
+    CHECK(message([&] { strings.emplace_back("s"); }) == prefix + "push_back/emplace_back" + none);
+    ConcurrentDynArray<int> real{reservoir::max_elements(4)};
+    ConcurrentDynArray<int> moved_from{reservoir::max_elements(4)};
+    real = std::move(moved_from);
+    CHECK(message([&] { moved_from.push_back(9); }) == prefix + "push_back/emplace_back" + none);
+
+    ConcurrentDynArray<int> a{reservoir::max_elements(4)};
+    a.append_range(std::vector<int>{0, 1});
+    {
+      auto w = a.writer();
+      for (int i = 2; i < 6; ++i)
+        w.push_back(i);
+      CHECK(message([&] { (void)w.flush(); }) ==
+            prefix +
+                "Writer::flush: full at max_size() 4: appended 2 of 4 buffered elements at index "
+                "2, the rest stay buffered");
+      CHECK(message([&] { (void)w.flush(); }) == prefix + "Writer::flush: full at max_size() 4");
+      CHECK(message([&] {
+              w.push_back(6);
+              w.push_back(7);
+              w.push_back(8);  // the buffer of 4 is full: this one flushes
+            }) == prefix + "Writer::push_back/emplace_back: full at max_size() 4");
+      (void)w.take_buffered();
+    }
+    const std::string full = ": full at max_size() 4";
+    CHECK(message([&] { a.push_back(9); }) == prefix + "push_back/emplace_back" + full);
+    CHECK(message([&] { a.emplace_back(9); }) == prefix + "push_back/emplace_back" + full);
+    CHECK(message([&] {
+            a.emplace_back_with([](std::size_t i) noexcept { return static_cast<int>(i); });
+          }) == prefix + "emplace_back_with" + full);
+    CHECK(message([&] { a.append_range(one); }) == prefix + "append_range" + full);
+    CHECK(message([&] { a.append_range(one_deque); }) == prefix + "append_range" + full);
+    // From another thread (which ends solo mode where there is one), then shared: the same words.
+    std::string from_other;
+    std::thread other([&] { from_other = message([&] { a.push_back(9); }); });
+    other.join();
+    CHECK(from_other == prefix + "push_back/emplace_back" + full);
+    CHECK(message([&] { a.push_back(9); }) == prefix + "push_back/emplace_back" + full);
+    CHECK(message([&] { a.append_range(one); }) == prefix + "append_range" + full);
+    CHECK(a.size() == 4);
+
+    // A refused commit: the arena's own words (what, how much, where, the OS's reason).
+    reservoir::ArenaOptions o;
+    o.reuse_reservation = false;  // nothing committed: the first append commits
+    ConcurrentDynArray<int> b{reservoir::max_elements(1000), o};
+    {
+      test::FaultGuard fault(pal::Op::commit, 0, 100);
+      CHECK(message([&] { b.push_back(1); }).starts_with("OsAllocationError cannot commit "));
+      CHECK(message([&] { b.append_range(one); }).starts_with("OsAllocationError cannot commit "));
+    }
+    // A refused barrier names the call of the second thread.
+    if (pal::process_barrier_supported()) {
+      ConcurrentDynArray<int> c{reservoir::max_elements(100)};
+      c.push_back(1);  // this thread owns solo mode
+      test::FaultGuard refuse(pal::Op::barrier, 0, 100);
+      std::string barrier;
+      std::thread second([&] { barrier = message([&] { c.append_range(one); }); });
+      second.join();
+      CHECK(
+          barrier.starts_with("system_error reservoir::ConcurrentDynArray::append_range: a "
+                              "second appending thread needs a process-wide memory barrier"));
     }
   }
 

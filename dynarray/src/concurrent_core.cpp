@@ -135,33 +135,31 @@ class CommitLock {
 
 }  // namespace
 
-void writer_dropped_unreported(std::size_t count, std::size_t max_size) noexcept {
-#if defined(NDEBUG)
-  (void)count;
-  (void)max_size;
-#else
-  // The one place the library prints: a checked build stops a silent loss of the user's data.
+void writer_lost_abort(const void* array, std::size_t count, std::size_t max_size,
+                       const char* why) noexcept {
+  // The one place the library prints: a loss of the user's data that no exception reported stops
+  // the program (unless its writer was made with WriterLoss::count), as a failed check does.
   std::fprintf(stderr,
-               "reservoir::ConcurrentDynArray::Writer destroyed %zu buffered elements it could "
-               "not append (max_size() %zu, or the OS refused memory), and no flush() had "
-               "reported it: call flush() before the writer's end and handle what it throws "
-               "(take_buffered() hands back what did not fit)\n",
-               count, max_size);
+               "reservoir::ConcurrentDynArray::~Writer: %zu buffered element%s could not be "
+               "appended to the array at %p: ",
+               count, count == 1 ? "" : "s", array);
+  if (why == nullptr) {
+    std::fprintf(stderr, "full at max_size() %zu", max_size);
+  } else {
+    std::fprintf(stderr, "%s", why);
+  }
+  std::fprintf(stderr,
+               ". No flush() had reported it: call flush() before the writer's end and handle "
+               "what it throws (take_buffered() hands back what did not fit), or make the writer "
+               "with writer(reservoir::WriterLoss::count) to have such elements destroyed and "
+               "counted in dropped()\n");
+  std::fflush(stderr);
   std::abort();
-#endif
 }
 
 ClaimCounts& claim_counts() noexcept {
   static thread_local ClaimCounts counts;
   return counts;
-}
-
-bool writer_loss_aborts() noexcept {
-#if defined(NDEBUG)
-  return false;
-#else
-  return true;
-#endif
 }
 
 ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_type alignment,
@@ -203,30 +201,35 @@ void ConcurrentCore::take(ConcurrentCore& other) noexcept {
                 std::memory_order_relaxed);
 }
 
-std::optional<ConcurrentCore::size_type> ConcurrentCore::try_claim(
-    size_type element_size) noexcept {
+std::optional<ConcurrentCore::size_type> ConcurrentCore::try_claim(ClaimSite site) noexcept {
   try {
-    return claim(element_size);
+    return claim(site);
   } catch (...) {  // length_error, OsAllocationError or a refused barrier: all are "no"
     return std::nullopt;
   }
 }
 
-void ConcurrentCore::throw_full() const {
-  throw std::length_error("reservoir::ConcurrentDynArray: full at max_size() " +
-                          std::to_string(max_size_));
+void ConcurrentCore::throw_full(const char* call) const {
+  std::string message = std::string("reservoir::ConcurrentDynArray::") + call +
+                        ": full at max_size() " + std::to_string(max_size_);
+  if (max_size_ == 0) {
+    message +=
+        ": a default-constructed or moved-from ConcurrentDynArray has no reservation; construct "
+        "it with reservoir::max_elements(n) (or move-assign such an array into it)";
+  }
+  throw std::length_error(message);
 }
 
-void ConcurrentCore::end_solo() {
+void ConcurrentCore::end_solo(const char* call) {
   // kSolo, or an end begun by a thread of a parent process (which does not exist here).
   std::uint32_t mode = mode_.load(std::memory_order_seq_cst);
   const std::uint32_t mine = revoking_mode();
   if ((mode == kSolo || (is_revoking(mode) && mode != mine)) &&
       mode_.compare_exchange_strong(mode, mine, std::memory_order_seq_cst)) {
     if (const std::error_code ec = revoke()) {
-      throw std::system_error(ec,
-                              "reservoir::ConcurrentDynArray: a second appending thread "
-                              "needs a process-wide memory barrier");
+      throw std::system_error(ec, std::string("reservoir::ConcurrentDynArray::") + call +
+                                      ": a second appending thread needs a process-wide "
+                                      "memory barrier");
     }
     return;
   }
@@ -265,8 +268,8 @@ std::uint32_t ConcurrentCore::wait_while_revoking() noexcept {
   }
 }
 
-ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, size_type n,
-                                                       bool partial, size_type* claimed_count) {
+ConcurrentCore::size_type ConcurrentCore::claim_shared(ClaimSite site, size_type n, bool partial,
+                                                       size_type* claimed_count) {
   for (;;) {
     std::uint64_t word = claimed_.load(std::memory_order_seq_cst);
     size_type k = n;
@@ -279,12 +282,12 @@ ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, s
           word = claimed_.load(std::memory_order_seq_cst);
           continue;
         }
-        throw_closed(element_size, static_cast<size_type>(word & kCountMask));
+        throw_closed(site, static_cast<size_type>(word & kCountMask));
       }
       const auto i = static_cast<size_type>(word);
       if (partial) {
         k = i < max_size_ ? (std::min)(n, max_size_ - i) : 0;
-        if (k == 0) throw_full();
+        if (k == 0) throw_full(site.call);
       }
       const size_type cap = capacity_.load(std::memory_order_seq_cst);
       if (i > cap || k > cap - i) break;
@@ -305,7 +308,7 @@ ConcurrentCore::size_type ConcurrentCore::claim_shared(size_type element_size, s
       word = claimed_.load(std::memory_order_seq_cst);  // fresh after the wait
     }
     // throws, or capacity_ >= i + k (or another thread did it)
-    commit_slots(element_size, static_cast<size_type>(word), k);
+    commit_slots(site, static_cast<size_type>(word), k);
   }
 }
 
@@ -362,18 +365,17 @@ void ConcurrentCore::pay_pace(PaceState& pace) noexcept {
 // cap_before (loaded before the fetch_add) must not exceed C: capacity_ only grows, its stores
 // are seq_cst and made under the lock, and a store after the closing follows it in the single
 // total order, which the ticket's fetch_add precedes (it was not closed).
-ConcurrentCore::size_type ConcurrentCore::claim_one_slow(size_type element_size,
-                                                         std::uint64_t ticket,
+ConcurrentCore::size_type ConcurrentCore::claim_one_slow(ClaimSite site, std::uint64_t ticket,
                                                          size_type cap_before) {
   ClaimCounts& counts = claim_counts();
   ++counts.single;
   if ((ticket & kClosed) != 0) {  // claimed while closed: undone at once
     // Closed by a thread of a parent process: reopened, and this claim was discarded.
-    if (reopen_inherited()) return claim_one(element_size);
+    if (reopen_inherited()) return claim_one(site);
     ++counts.refused;
     const auto i = static_cast<size_type>(ticket & kCountMask);
     try {
-      throw_closed(element_size, i);
+      throw_closed(site, i);
     } catch (...) {
       leave_closed(ticket & kEpochMask);  // after reading why: the claims may close again then
       throw;
@@ -381,7 +383,7 @@ ConcurrentCore::size_type ConcurrentCore::claim_one_slow(size_type element_size,
   }
   const auto i = static_cast<size_type>(ticket);
   if (i < cap_before) {  // in the headroom: kept; commit the next step before it is needed
-    commit_ahead(element_size, cap_before);
+    commit_ahead(site, cap_before);
     return i;
   }
   ++counts.past_capacity;
@@ -404,7 +406,7 @@ ConcurrentCore::size_type ConcurrentCore::claim_one_slow(size_type element_size,
       std::error_code error;
       if (want > cap) {
         try {
-          commit_locked(element_size, want);
+          commit_locked(site, want);
         } catch (const OsAllocationError& e) {
           reason = kClosedRefused;
           error = e.code();
@@ -419,7 +421,7 @@ ConcurrentCore::size_type ConcurrentCore::claim_one_slow(size_type element_size,
   }
   ++counts.refused;
   try {
-    throw_closed(element_size, i);
+    throw_closed(site, i);
   } catch (...) {
     leave_closed(word & kEpochMask);  // the closing seen (or made) while past capacity_
     throw;
@@ -470,19 +472,20 @@ bool ConcurrentCore::reopen_inherited() noexcept {
   return true;
 }
 
-void ConcurrentCore::throw_closed(size_type element_size, size_type i) const {
-  if (closed_reason_.load(std::memory_order_relaxed) != kClosedRefused) throw_full();
+void ConcurrentCore::throw_closed(ClaimSite site, size_type i) const {
+  if (closed_reason_.load(std::memory_order_relaxed) != kClosedRefused) throw_full(site.call);
   const std::error_category* const category =
       closed_error_category_.load(std::memory_order_relaxed);
   const std::error_code error(closed_error_value_.load(std::memory_order_relaxed),
                               category != nullptr ? *category : std::generic_category());
-  throw OsAllocationError("commit", element_size,
-                          static_cast<const std::byte*>(data()) + i * element_size, error,
-                          "the commit this ConcurrentDynArray needed for the slot was refused; "
-                          "nothing was appended");
+  throw OsAllocationError("commit", site.element_size,
+                          static_cast<const std::byte*>(data()) + i * site.element_size, error,
+                          std::string("reservoir::ConcurrentDynArray::") + site.call +
+                              " needed it for index " + std::to_string(i) +
+                              "; nothing was appended");
 }
 
-void ConcurrentCore::commit_ahead(size_type element_size, size_type cap_before) noexcept {
+void ConcurrentCore::commit_ahead(ClaimSite site, size_type cap_before) noexcept {
   if (capacity_.load(std::memory_order_relaxed) != cap_before ||
       commit_lock_.load(std::memory_order_relaxed) != 0 || cap_before >= max_size_ ||
       ahead_refused_at_.load(std::memory_order_relaxed) == cap_before)
@@ -494,29 +497,29 @@ void ConcurrentCore::commit_ahead(size_type element_size, size_type cap_before) 
       (claimed_.load(std::memory_order_seq_cst) & kClosed) != 0)
     return;
   try {
-    commit_locked(element_size, cap_before + 1);  // the arenas commit a whole step
+    commit_locked(site, cap_before + 1);  // the arenas commit a whole step
   } catch (...) {  // refused: the claim that needs it will meet the refusal itself
     ahead_refused_at_.store(cap_before, std::memory_order_relaxed);
   }
 }
 
-void ConcurrentCore::commit_slots(size_type element_size, size_type i, size_type n) {
+void ConcurrentCore::commit_slots(ClaimSite site, size_type i, size_type n) {
   const CommitLock lock(commit_lock_);
   const size_type cap = capacity_.load(std::memory_order_relaxed);
   if (i <= cap && n <= cap - i) return;  // another thread did it
-  if (i > max_size_ || n > max_size_ - i) throw_full();
+  if (i > max_size_ || n > max_size_ - i) throw_full(site.call);
   const std::uint64_t word = claimed_.load(std::memory_order_seq_cst);
-  if ((word & kClosed) != 0) throw_closed(element_size, i);  // nothing commits while closed
-  commit_locked(element_size, i + n);
+  if ((word & kClosed) != 0) throw_closed(site, i);  // nothing commits while closed
+  commit_locked(site, i + n);
 }
 
-void ConcurrentCore::commit_locked(size_type element_size, size_type end) {
+void ConcurrentCore::commit_locked(ClaimSite site, size_type end) {
   // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
   // from fresh or decommitted memory, so they read as zero (not ready).
-  if (end > max_size_) throw_full();
-  data_arena_.commit(data_offset_ + end * element_size);  // strong guarantee on failure
+  if (end > max_size_) throw_full(site.call);
+  data_arena_.commit(data_offset_ + end * site.element_size);  // strong guarantee on failure
   const size_type data_cap =
-      (std::min)((data_arena_.committed() - data_offset_) / element_size, max_size_);
+      (std::min)((data_arena_.committed() - data_offset_) / site.element_size, max_size_);
   // The marks are written only when blocks finish out of order, so while one thread appends
   // alone their pages are never touched and cost no RAM and no faults: commit them without
   // prefault. Once a block has finished out of order, more marks will be written, and the new

@@ -108,6 +108,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -125,6 +126,18 @@
 #include <reservoir/max_size.hpp>
 
 namespace reservoir {
+
+// What a ConcurrentDynArray::Writer does at its end with buffered elements that its final flush
+// cannot append (the array is full, or the OS refuses memory or the barrier) and that no flush()
+// had reported by throwing. Chosen per writer (ConcurrentDynArray::writer()), decided inline in
+// the user's own build, the same in every build type.
+enum class WriterLoss : unsigned char {
+  // The default: print to stderr which array (its address), how many elements and why, then
+  // std::abort(). A loss the program was never told of is a bug, stopped as a failed check is.
+  abort,
+  // Destroy them and count them in the array's dropped(); the program checks dropped() itself.
+  count,
+};
 
 // ConcurrentCore is padded to whole cache lines; MSVC warns (C4324) that a class holding it is
 // padded too, which is the point.
@@ -199,19 +212,19 @@ class ConcurrentDynArray {
       if (end != 0) return end - 1;
     }
     if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
-      const size_type i = claim();  // may throw: nothing claimed
+      const size_type i = claim(kPushBack);  // may throw: nothing claimed
       std::construct_at(slots() + i, std::forward<Args>(args)...);
       publish(i);
       return i;
     } else if constexpr (sizeof(T) <= kMaxStackValueBytes) {
       T value(std::forward<Args>(args)...);  // may throw: nothing claimed yet
-      const size_type i = claim();           // may throw: nothing claimed
+      const size_type i = claim(kPushBack);  // may throw: nothing claimed
       std::construct_at(slots() + i, std::move(value));
       publish(i);
       return i;
     } else {
       const std::unique_ptr<T> value(new T(std::forward<Args>(args)...));
-      const size_type i = claim();
+      const size_type i = claim(kPushBack);
       std::construct_at(slots() + i, std::move(*value));
       publish(i);
       return i;
@@ -234,13 +247,13 @@ class ConcurrentDynArray {
   size_type append_range(R&& values) {
     if constexpr (std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
                   std::is_nothrow_constructible_v<T, std::ranges::range_reference_t<R>>) {
-      return append_block(static_cast<size_type>(std::ranges::size(values)),
+      return append_block("append_range", static_cast<size_type>(std::ranges::size(values)),
                           std::ranges::data(values));
     } else {
       std::vector<T> aside;  // may throw: nothing claimed yet
       for (auto&& v : values)
         aside.emplace_back(std::forward<decltype(v)>(v));
-      return append_block(aside.size(), std::make_move_iterator(aside.begin()));
+      return append_block("append_range", aside.size(), std::make_move_iterator(aside.begin()));
     }
   }
 
@@ -252,7 +265,7 @@ class ConcurrentDynArray {
   size_type emplace_back_with(Make&& make) {
     static_assert(std::is_nothrow_invocable_r_v<T, Make&, size_type>,
                   "emplace_back_with needs a noexcept make(index) returning T");
-    const size_type i = claim();
+    const size_type i = claim("emplace_back_with");
     ::new (static_cast<void*>(slots() + i)) T(make(i));  // the result itself: no temporary
     publish(i);
     return i;
@@ -264,14 +277,14 @@ class ConcurrentDynArray {
   template <class... Args>
   std::optional<size_type> try_emplace_back(Args&&... args) {
     if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
-      std::optional<size_type> i = core_.try_claim(sizeof(T));
+      std::optional<size_type> i = core_.try_claim({sizeof(T), "try_emplace_back"});
       if (!i) return std::nullopt;
       std::construct_at(slots() + *i, std::forward<Args>(args)...);
       publish(*i);
       return i;
     } else if constexpr (sizeof(T) <= kMaxStackValueBytes) {
       T value(std::forward<Args>(args)...);
-      std::optional<size_type> i = core_.try_claim(sizeof(T));
+      std::optional<size_type> i = core_.try_claim({sizeof(T), "try_emplace_back"});
       if (!i) return std::nullopt;
       std::construct_at(slots() + *i, std::move(value));
       publish(*i);
@@ -279,7 +292,7 @@ class ConcurrentDynArray {
     } else {
       const std::unique_ptr<T> value(new (std::nothrow) T(std::forward<Args>(args)...));
       if (!value) return std::nullopt;
-      std::optional<size_type> i = core_.try_claim(sizeof(T));
+      std::optional<size_type> i = core_.try_claim({sizeof(T), "try_emplace_back"});
       if (!i) return std::nullopt;
       std::construct_at(slots() + *i, std::move(*value));
       publish(*i);
@@ -301,9 +314,16 @@ class ConcurrentDynArray {
   // append them (full, or memory or the barrier refused). 0 unless elements were lost.
   size_type dropped() const noexcept { return core_.dropped(); }
 
-  // i < size() (checked in debug builds by at()).
-  const T& operator[](size_type i) const noexcept { return data()[i]; }
-  T& operator[](size_type i) noexcept { return slots()[i]; }
+  // i < size(): checked by an assertion (where NDEBUG is not defined, as DynArray's operator[]);
+  // at() checks in every build.
+  const T& operator[](size_type i) const noexcept {
+    assert(i < size() && "reservoir::ConcurrentDynArray index out of range");
+    return data()[i];
+  }
+  T& operator[](size_type i) noexcept {
+    assert(i < size() && "reservoir::ConcurrentDynArray index out of range");
+    return slots()[i];
+  }
   const T& at(size_type i) const {
     if (i >= size()) {
       throw std::out_of_range("reservoir::ConcurrentDynArray::at: index " + std::to_string(i) +
@@ -334,32 +354,32 @@ class ConcurrentDynArray {
           buffer_(std::exchange(other.buffer_, {})),
           head_(std::exchange(other.head_, 0)),
           block_(std::exchange(other.block_, 0)),
-          reported_(std::exchange(other.reported_, 0)) {}
+          reported_(std::exchange(other.reported_, 0)),
+          on_loss_(other.on_loss_) {}
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
     Writer& operator=(Writer&&) = delete;
 
     // Flushes. Buffered elements that the flush cannot append (the array is full, or the OS
-    // refuses memory or the barrier) are destroyed: never silently. Each one is counted in the
-    // array's dropped(), and where no flush() had thrown for them (the program was never told),
-    // a library built without NDEBUG prints what was dropped to stderr and aborts; a release
-    // library only counts them. Call flush() before a writer's end and handle what it throws
-    // (take_buffered() hands back what did not fit) to decide instead.
+    // refuses memory or the barrier) are never lost silently: where no flush() had thrown for
+    // them (the program was never told), a writer made with WriterLoss::abort (the default)
+    // prints which array, how many and why to stderr and aborts, in every build; otherwise they
+    // are destroyed and counted in the array's dropped(). Call flush() before a writer's end and
+    // handle what it throws (take_buffered() hands back what did not fit) to decide instead.
     ~Writer() {
       const size_type before = buffered();
       if (before == 0) return;
       const size_type told = (std::min)(reported_, before);  // the oldest `told` of them
       try {
-        flush();
+        flush_as("~Writer");
         return;
-      } catch (...) {  // std::length_error, OsAllocationError or std::system_error: see above
+      } catch (const std::length_error&) {  // full: the message says so from max_size()
+        lose(before, told, nullptr);
+      } catch (const std::exception& e) {  // OsAllocationError or std::system_error
+        lose(before, told, e.what());
+      } catch (...) {
+        lose(before, told, "an unknown exception");
       }
-      // The flush appended the oldest (before - lost); the lost are the newest, and those past
-      // the first `told` were never reported.
-      const size_type lost = buffered();
-      array_->core_.count_dropped(lost);
-      if (const size_type unreported = (std::min)(lost, before - told); unreported != 0)
-        detail::writer_dropped_unreported(unreported, array_->max_size());
     }
 
     // Adds an element to the buffer, flushing it first if it is full; the element has no index
@@ -371,7 +391,7 @@ class ConcurrentDynArray {
     // element and one claim per buffer at the flush.
     template <class... Args>
     void emplace_back(Args&&... args) {
-      if (buffer_.size() == block_) make_room();
+      if (buffer_.size() == block_) make_room("Writer::push_back/emplace_back");
       buffer_.emplace_back(std::forward<Args>(args)...);  // fits: never reallocates
     }
     void push_back(const T& value) { emplace_back(value); }
@@ -384,36 +404,7 @@ class ConcurrentDynArray {
     // that fit (oldest first), keeps the rest buffered and throws std::length_error; when the OS
     // refuses to commit (OsAllocationError) or the barrier that ends solo mode
     // (std::system_error), appends nothing and keeps them all.
-    size_type flush() {
-      const size_type pending = buffer_.size() - head_;
-      if (pending == 0) return array_->max_size();
-      size_type count = 0;
-      size_type first = 0;
-      try {
-        first = array_->claim(pending, true, &count);  // throws: none taken
-      } catch (...) {
-        reported_ = pending;  // the program was told about every buffered element
-        throw;
-      }
-      std::uninitialized_move_n(buffer_.begin() + static_cast<std::ptrdiff_t>(head_), count,
-                                array_->slots() + first);  // nothrow
-      array_->core_.publish(first, count);
-      if (count == pending) {
-        buffer_.clear();
-        head_ = 0;
-        reported_ = 0;
-        return first;
-      }
-      // The rest stays buffered after the moved-from ones (no assignment: T need not have one).
-      head_ += count;
-      reported_ = pending - count;
-      throw std::length_error(
-          "reservoir::ConcurrentDynArray::Writer: the array is full at "
-          "max_size() " +
-          std::to_string(array_->max_size()) + ": appended " + std::to_string(count) + " of " +
-          std::to_string(pending) + " buffered elements at index " + std::to_string(first) +
-          ", the rest stay buffered");
-    }
+    size_type flush() { return flush_as("Writer::flush"); }
 
     // Elements appended to this writer and not yet flushed.
     size_type buffered() const noexcept { return buffer_.size() - head_; }
@@ -435,17 +426,60 @@ class ConcurrentDynArray {
 
    private:
     friend class ConcurrentDynArray;
-    explicit Writer(ConcurrentDynArray& array) noexcept : array_(&array) {}
+    Writer(ConcurrentDynArray& array, WriterLoss on_loss) noexcept
+        : array_(&array), on_loss_(on_loss) {}
+
+    // flush(), its messages naming `call` (the user's call that flushed).
+    size_type flush_as(const char* call) {
+      const size_type pending = buffer_.size() - head_;
+      if (pending == 0) return array_->max_size();
+      size_type count = 0;
+      size_type first = 0;
+      try {
+        first = array_->claim(call, pending, true, &count);  // throws: none taken
+      } catch (...) {
+        reported_ = pending;  // the program was told about every buffered element
+        throw;
+      }
+      std::uninitialized_move_n(buffer_.begin() + static_cast<std::ptrdiff_t>(head_), count,
+                                array_->slots() + first);  // nothrow
+      array_->core_.publish(first, count);
+      if (count == pending) {
+        buffer_.clear();
+        head_ = 0;
+        reported_ = 0;
+        return first;
+      }
+      // The rest stays buffered after the moved-from ones (no assignment: T need not have one).
+      head_ += count;
+      reported_ = pending - count;
+      throw std::length_error(std::string("reservoir::ConcurrentDynArray::") + call +
+                              ": full at max_size() " + std::to_string(array_->max_size()) +
+                              ": appended " + std::to_string(count) + " of " +
+                              std::to_string(pending) + " buffered elements at index " +
+                              std::to_string(first) + ", the rest stay buffered");
+    }
+
+    // The end of ~Writer whose flush threw: the oldest (before - buffered()) were appended, the
+    // rest are lost, and those past the oldest `told` were never reported. `why` as
+    // detail::writer_lost_abort's.
+    void lose(size_type before, size_type told, const char* why) noexcept {
+      const size_type lost = buffered();
+      const size_type unreported = (std::min)(lost, before - told);
+      if (unreported != 0 && on_loss_ == WriterLoss::abort)
+        detail::writer_lost_abort(array_, unreported, array_->max_size(), why);
+      array_->core_.count_dropped(lost);
+    }
 
     // The buffer is full (or not allocated yet): flush it, then let the next block be twice as
     // long, from 16 elements up to 16 KiB of them, never longer than the array.
-    void make_room() {
-      flush();
+    void make_room(const char* call) {
+      flush_as(call);
       constexpr size_type kFirst = 16, kMaxBytes = 16 * 1024;
       const size_type longest = (std::max)(size_type{1}, kMaxBytes / sizeof(T));
       size_type next = block_ == 0 ? (std::min)(kFirst, longest) : (std::min)(block_ * 2, longest);
       next = (std::min)(next, array_->max_size());
-      if (next == 0) array_->core_.throw_full();  // an array with no reservation
+      if (next == 0) array_->core_.throw_full(call);  // an array with no reservation
       if (next > block_) {
         buffer_.reserve(next);  // empty after the flush: nothing moves
         block_ = next;
@@ -459,10 +493,13 @@ class ConcurrentDynArray {
     // The oldest buffered elements the program was told about: those a flush() kept when it threw
     // (elements added since were not reported).
     size_type reported_ = 0;
+    WriterLoss on_loss_ = WriterLoss::abort;
   };
 
   // A writer for the calling thread. Cheap: it allocates its buffer on its first append.
-  Writer writer() noexcept { return Writer(*this); }
+  // `on_loss`: what its end does with buffered elements it cannot append that no flush() had
+  // reported (WriterLoss: abort with a message, the default, or count them in dropped()).
+  Writer writer(WriterLoss on_loss = WriterLoss::abort) noexcept { return Writer(*this, on_loss); }
 
  private:
   // The elements `limit` holds; fewer than one is std::invalid_argument naming this constructor.
@@ -475,16 +512,20 @@ class ConcurrentDynArray {
     return limit.bytes / sizeof(T);
   }
   T* slots() const noexcept { return static_cast<T*>(core_.data()); }
-  size_type claim(size_type n = 1, bool partial = false, size_type* claimed_count = nullptr) {
-    return core_.claim(sizeof(T), n, partial, claimed_count);
+  // The call push_back and emplace_back name in their messages.
+  static constexpr const char* kPushBack = "push_back/emplace_back";
+  // `call` is the user's call, which the messages name.
+  size_type claim(const char* call, size_type n = 1, bool partial = false,
+                  size_type* claimed_count = nullptr) {
+    return core_.claim({sizeof(T), call}, n, partial, claimed_count);
   }
   void publish(size_type i, size_type n = 1) noexcept { core_.publish(i, n); }
 
   // Claims `count` slots and constructs them from *it, *++it, ... (which must not throw).
   template <class It>
-  size_type append_block(size_type count, It it) {
+  size_type append_block(const char* call, size_type count, It it) {
     if (count == 0) return max_size();
-    const size_type first = claim(count);
+    const size_type first = claim(call, count);
     for (T *out = slots() + first, *end = out + count; out != end; ++out) {
       std::construct_at(out, *it);
       ++it;

@@ -18,12 +18,20 @@
 
 namespace reservoir::detail {
 
-// A Writer's destructor destroyed `count` buffered elements that no flush() had reported (the
-// array's max_size() is given for the message). A library built without NDEBUG prints that to
-// stderr and aborts; a release library returns (the loss is counted in dropped()).
-void writer_dropped_unreported(std::size_t count, std::size_t max_size) noexcept;
-// Whether writer_dropped_unreported aborts in this build of the library.
-bool writer_loss_aborts() noexcept;
+// A Writer's destructor could not append `count` buffered elements that no flush() had reported,
+// and its writer was not made to accept the loss: prints to stderr which array (its address), how
+// many and why (`why`: the exception its final flush threw, or nullptr when the array is full at
+// `max_size`), and aborts, in every build of the library. Whether to call it is decided inline,
+// in the user's translation unit (ConcurrentDynArray::Writer::~Writer).
+[[noreturn]] void writer_lost_abort(const void* array, std::size_t count, std::size_t max_size,
+                                    const char* why) noexcept;
+
+// What a claim is for: the element's size (memory is committed in elements) and the user's call,
+// which every message names ("push_back/emplace_back", "Writer::flush", ...).
+struct ClaimSite {
+  std::size_t element_size;
+  const char* call;
+};
 
 // What the calling thread's shared-mode claims did beyond their one atomic read-modify-write,
 // counted on those slow paths only (the fast paths count nothing): for tests and the bench.
@@ -149,15 +157,15 @@ class ConcurrentCore {
   // below max_size() instead (at least one) and stores that count in *claimed_count. Throws
   // std::length_error when full, OsAllocationError when the OS refuses to commit,
   // std::system_error when it refuses the barrier that ends solo mode; nothing is claimed then.
-  size_type claim(size_type element_size, size_type n = 1, bool partial = false,
+  size_type claim(ClaimSite site, size_type n = 1, bool partial = false,
                   size_type* claimed_count = nullptr) {
     // A one-slot claim in shared mode first, small enough for the caller's loop to inline (the
     // section below does nothing more in shared mode).
     if (n == 1 && mode_.load(std::memory_order_acquire) == kShared) {
       if (claimed_count != nullptr) *claimed_count = 1;
-      return claim_one(element_size);
+      return claim_one(site);
     }
-    return claim_in_section(element_size, n, partial, claimed_count);
+    return claim_in_section(site, n, partial, claimed_count);
   }
   // The owner's whole append of one slot in solo mode, for an element whose construction runs
   // none of the user's code (a trivial copy: it cannot throw, append nor wait). Calls
@@ -194,8 +202,8 @@ class ConcurrentCore {
     return i + 1;
   }
 
-  // As claim(element_size), but std::nullopt instead of throwing.
-  std::optional<size_type> try_claim(size_type element_size) noexcept;
+  // As claim(site), but std::nullopt instead of throwing.
+  std::optional<size_type> try_claim(ClaimSite site) noexcept;
 
   // Publishes the constructed slots [i, i + n) (n >= 1).
   void publish(size_type i, size_type n = 1) noexcept {
@@ -207,7 +215,9 @@ class ConcurrentCore {
     }
   }
 
-  [[noreturn]] void throw_full() const;
+  // std::length_error naming `call`: the array is full (or has no reservation: then the message
+  // says how to make one).
+  [[noreturn]] void throw_full(const char* call) const;
 
   // Elements Writers destroyed unappended (see ConcurrentDynArray::dropped()).
   size_type dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
@@ -215,15 +225,14 @@ class ConcurrentCore {
 
  private:
   // claim() for blocks, and in solo mode or while it ends.
-  size_type claim_in_section(size_type element_size, size_type n, bool partial,
-                             size_type* claimed_count) {
-    const Section section(*this, Section::ForClaim{});
-    if (section.solo()) return claim_solo(element_size, n, partial, claimed_count);
+  size_type claim_in_section(ClaimSite site, size_type n, bool partial, size_type* claimed_count) {
+    const Section section(*this, Section::ForClaim{site.call});
+    if (section.solo()) return claim_solo(site, n, partial, claimed_count);
     if (n == 1) {
       if (claimed_count != nullptr) *claimed_count = 1;
-      return claim_one(element_size);
+      return claim_one(site);
     }
-    return claim_shared(element_size, n, partial, claimed_count);
+    return claim_shared(site, n, partial, claimed_count);
   }
   // ---- solo mode --------------------------------------------------------------------------------
   //
@@ -254,8 +263,10 @@ class ConcurrentCore {
    public:
     // For a claim: a thread that is not the owner ends solo mode first (or waits while another
     // thread ends it). Throws std::system_error if the OS refuses the barrier that ends it.
-    struct ForClaim {};
-    Section(ConcurrentCore& core, ForClaim) : core_(&core) {
+    struct ForClaim {
+      const char* call;  // for the message of a refused barrier
+    };
+    Section(ConcurrentCore& core, ForClaim claim) : core_(&core) {
       if (core.mode_.load(std::memory_order_acquire) == kShared) return;
       const void* const me = thread_token();
       while (core.mode_.load(std::memory_order_acquire) != kShared) {
@@ -270,7 +281,7 @@ class ConcurrentCore {
           (void)core.wait_while_revoking();
           continue;
         }
-        core.end_solo();
+        core.end_solo(claim.call);
       }
     }
     // For a publish: a thread that is not the owner claimed in shared mode, which never ends.
@@ -319,7 +330,7 @@ class ConcurrentCore {
 
   // Ends solo mode, or waits while another thread ends it (then the mode is kShared, or kSolo
   // again if that thread's barrier was refused).
-  void end_solo();
+  void end_solo(const char* call);
   // Waits while another thread of this process ends solo mode; returns the mode then (kShared,
   // or kSolo if that thread's barrier was refused). An end begun in a parent process (whose
   // thread does not exist here) is taken over and finished.
@@ -338,16 +349,15 @@ class ConcurrentCore {
   }
 
   // The owner's claim in solo mode: as claim_shared, with a plain store of solo_claimed_.
-  size_type claim_solo(size_type element_size, size_type n, bool partial,
-                       size_type* claimed_count) {
+  size_type claim_solo(ClaimSite site, size_type n, bool partial, size_type* claimed_count) {
     const size_type i = solo_claimed_.load(std::memory_order_relaxed);
     size_type k = n;
     if (partial) {
       k = (std::min)(n, max_size_ - i);  // solo_claimed_ <= capacity_ <= max_size_
-      if (k == 0) throw_full();
+      if (k == 0) throw_full(site.call);
     }
     const size_type cap = capacity_.load(std::memory_order_relaxed);
-    if (i > cap || k > cap - i) commit_slots(element_size, i, k);  // throws, or capacity_ >= i + k
+    if (i > cap || k > cap - i) commit_slots(site, i, k);  // throws, or capacity_ >= i + k
     solo_claimed_.store(i + k, std::memory_order_relaxed);
     if (claimed_count != nullptr) *claimed_count = k;
     return i;
@@ -395,7 +405,7 @@ class ConcurrentCore {
   static constexpr unsigned kEpochShift = 48;
   static constexpr std::uint64_t kEpochMask = ((std::uint64_t{1} << 15) - 1) << kEpochShift;
   static constexpr std::uint64_t kCountMask = (std::uint64_t{1} << kEpochShift) - 1;
-  size_type claim_one(size_type element_size) {
+  size_type claim_one(ClaimSite site) {
     PaceState& pace = t_pace;
     const bool known = pace.core == this;
     if (known && pace.owed != 0) pay_pace(pace);
@@ -413,7 +423,7 @@ class ConcurrentCore {
     }
     if (ticket < cap - (std::min)(cap >> kAheadShift, kAheadMost))
       return static_cast<size_type>(ticket);
-    return claim_one_slow(element_size, ticket, cap);
+    return claim_one_slow(site, ticket, cap);
   }
   // Another thread cut into the calling thread's run (its new ticket is not pace.last + 1):
   // unless it holds the turn, it owes a pause before its next claim, or takes the turn after
@@ -425,7 +435,7 @@ class ConcurrentCore {
   // commits the next step ahead, if no other thread is committing.
   static constexpr unsigned kAheadShift = 4;
   static constexpr size_type kAheadMost = 1024;
-  size_type claim_one_slow(size_type element_size, std::uint64_t ticket, size_type cap_before);
+  size_type claim_one_slow(ClaimSite site, std::uint64_t ticket, size_type cap_before);
   // Undoes a one-slot claim made while claims were closed or undone by a closing (a claim of a
   // slot at or past closed_at_), reopening the claims when it is the last such claim left.
   // `epoch` is the closing's (claimed_ & kEpochMask while it was closed); nothing is undone if
@@ -441,22 +451,21 @@ class ConcurrentCore {
   // not leave it then (leave_closed sees another epoch). False: closed in this process.
   bool reopen_inherited() noexcept;
   // Throws what closed the claims (std::length_error or OsAllocationError) for slot i.
-  [[noreturn]] void throw_closed(size_type element_size, size_type i) const;
+  [[noreturn]] void throw_closed(ClaimSite site, size_type i) const;
   // Commits the next step ahead if no other thread is committing (never waits, never throws).
-  void commit_ahead(size_type element_size, size_type cap_before) noexcept;
+  void commit_ahead(ClaimSite site, size_type cap_before) noexcept;
 
   // Claims with one CAS (see claim()), committing more memory first if needed. A lost CAS means
   // another thread is appending right now: it backs off (spinning for exponentially more CPU
   // pauses, up to kMaxSpin, then yielding the CPU), so that the winner goes on appending with the
   // counter's cache line in its own cache rather than the two trading the line for every element.
-  size_type claim_shared(size_type element_size, size_type n, bool partial,
-                         size_type* claimed_count);
+  size_type claim_shared(ClaimSite site, size_type n, bool partial, size_type* claimed_count);
   // Commits memory for slots [i, i + n): once, whichever thread gets here first. Throws what
   // closed the claims if they are closed (nothing commits then: see claim_one_slow).
-  void commit_slots(size_type element_size, size_type i, size_type n);
+  void commit_slots(ClaimSite site, size_type i, size_type n);
   // Commits slots up to `end` (> capacity_, <= max_size_, else std::length_error): the commit
   // lock is held, the claims are open.
-  void commit_locked(size_type element_size, size_type end);
+  void commit_locked(ClaimSite site, size_type end);
 
   // Publishes [i, i + n) without a read-modify-write. When published_ is i (the block is next)
   // a release store moves it past the block: nobody else can move it from i, as other threads
