@@ -103,9 +103,10 @@ class ConcurrentCore::Section {
 // cannot be taken back (the thread ending solo mode may have counted it), and solo mode is
 // checked after it, with end_solo's barrier between the two: either that thread counts the claim,
 // or the owner sees solo mode ending and waits for its decision (solo_claim_counted). Three
-// stores: the claim, the element, published_.
+// stores: the claim, the element, published_. Declared `inline`, as an in-class definition would
+// be: GCC weighs the keyword, and this is the owner's whole append, for the caller's loop.
 template <class Construct>
-ConcurrentCore::size_type ConcurrentCore::append_solo(Construct&& construct) noexcept {
+inline ConcurrentCore::size_type ConcurrentCore::append_solo(Construct&& construct) noexcept {
   if (mode_.load(std::memory_order_relaxed) != kSolo ||
       owner_.load(std::memory_order_relaxed) != thread_token())
     return 0;
