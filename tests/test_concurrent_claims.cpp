@@ -657,7 +657,8 @@ TEST_SUITE("concurrent") {
   }
 
   TEST_CASE(
-      "pacing: a thread cut into pauses, the turn changes hands, a pause that buys no streak stops") {
+      "pacing: a thread cut into pauses, the turn changes hands, a pause that buys no streak "
+      "stops") {
     namespace d = reservoir::detail;
     // Two threads append in an exact order (a step counter hands over), so every cut is known.
     ConcurrentDynArray<int> a{reservoir::max_elements(10'000)};
