@@ -746,6 +746,32 @@ TEST_SUITE("concurrent") {
       CHECK(message([&] { b.push_back(1); }).starts_with("OsAllocationError cannot commit "));
       CHECK(message([&] { b.append_range(one); }).starts_with("OsAllocationError cannot commit "));
     }
+    // Shared mode: a one-index claim past capacity whose commit is refused closes the claims,
+    // and what it throws names the call and the index.
+    ConcurrentDynArray<int> d{reservoir::max_elements(1'000'000), o};
+    d.push_back(0);
+    std::thread second_appender([&] { d.push_back(1); });  // ends solo mode where there is one
+    second_appender.join();
+    {
+      test::FaultGuard fault(pal::Op::commit, 0, 1'000'000);
+      std::string refused = message([&] {
+        for (;;)
+          d.push_back(2);
+      });
+      const std::size_t at = d.size();
+      CHECK(refused.starts_with("OsAllocationError cannot commit "));
+      CHECK(
+          refused.ends_with(". reservoir::ConcurrentDynArray::push_back/emplace_back needed it "
+                            "for index " +
+                            std::to_string(at) + "; nothing was appended"));
+      refused = message(
+          [&] { d.emplace_back_with([](std::size_t i) noexcept { return static_cast<int>(i); }); });
+      CHECK(
+          refused.ends_with(". reservoir::ConcurrentDynArray::emplace_back_with needed it for "
+                            "index " +
+                            std::to_string(at) + "; nothing was appended"));
+      CHECK(d.size() == at);
+    }
     // A refused barrier names the call of the second thread.
     if (pal::process_barrier_supported()) {
       ConcurrentDynArray<int> c{reservoir::max_elements(100)};
