@@ -1,17 +1,17 @@
 // reservoir/concurrent_dynarray.hpp - ConcurrentDynArray<T>: contiguous, and appendable from many
 // threads at once while others read, with no lock around reads.
 //
-// Because nothing ever moves, a reserve-and-commit array can hand out slots to many appending
+// Because nothing ever moves, a reserve-and-commit array can hand out indices to many appending
 // threads while readers index the part that is already there.
 //
 // Two ways to append:
 //   - Through the array: push_back/emplace_back/append_range/emplace_back_with/try_emplace_back,
-//     from any number of threads. Each call claims its slots on a shared counter (with plain
+//     from any number of threads. Each call claims its indices on a shared counter (with plain
 //     stores while one thread appends alone: solo mode, below), constructs the elements in place
 //     and publishes them with plain stores before it returns. Simple, and the new element's index
-//     is known at once. One slot is claimed with one fetch_add, which never fails however many
+//     is known at once. One index is claimed with one fetch_add, which never fails however many
 //     threads claim at once (no retry); the capacity is checked after it, and a claim that finds
-//     no committed slot commits or waits for the commit (below). A block of consecutive slots
+//     no committed index commits or waits for the commit (below). A block of consecutive indices
 //     (append_range) is claimed with one compare-and-swap, checked against the capacity first; a
 //     thread that loses it backs off for a microsecond or more before trying again.
 //   - Through a Writer, one per thread (`auto w = arr.writer(); w.push_back(x);`): the writer
@@ -31,7 +31,8 @@
 //     published prefix over the blocks marked ready, so no appending thread hands the prefix to
 //     another or waits for one (but once, when solo mode ends: see below), and a reader never
 //     waits either (size() reads a few bytes past the prefix and may store what it found).
-//   - Slots are claimed only when their elements are about to be constructed, never ahead (a slot
+//   - Indices are claimed only when their elements are about to be constructed, never ahead (an
+//   index
 //     claimed ahead and then left unfilled could not be returned once another thread claimed
 //     after it, and would hold size() back for good). So the prefix is held back only by appends
 //     in progress, never by a thread that stopped appending:
@@ -49,10 +50,10 @@
 //     as fit, oldest first, keeps the rest and then throws std::length_error (on
 //     OsAllocationError or std::system_error it keeps them all). A Writer destroyed with elements
 //     its final flush cannot append never loses them silently: see ~Writer and dropped().
-//   - A throwing constructor claims nothing: a constructor that cannot throw runs in the claimed
-//     slot; one that may throw runs before the claim, on a value built aside (on the stack, or on
+//   - A throwing constructor claims nothing: a constructor that cannot throw runs at the claimed
+//     index; one that may throw runs before the claim, on a value built aside (on the stack, or on
 //     the heap past kMaxStackValueBytes; for append_range, a block built aside) that is then moved
-//     into the slot (T must be nothrow move constructible); a Writer constructs into its buffer,
+//     into place (T must be nothrow move constructible); a Writer constructs into its buffer,
 //     which keeps what it held.
 //   - Default construction, moves, swaps and destruction are not concurrent operations: no other
 //     thread may use the arrays involved meanwhile, and no Writer may be alive for them. A
@@ -94,20 +95,21 @@
 // appends alone, unless it appends from inside one of its own constructions), after which each
 // new commit of them is prefaulted.
 // Cost: in solo mode, an append is a few plain loads and stores around the construction. Once
-// shared, a one-slot append claims with one fetch_add (after a bounded spin of up to 1024 CPU
-// pauses if another thread cut into its run and holds the turn: pacing, so that runs form), a block
-// with one CAS; either, when it is next, publishes with a plain store of published_, otherwise it
-// marks itself ready with one byte per power-of-two chunk of it (at most 64) for size() to find.
-// Appends through the array share the claim counter's cache line once per call; a Writer touches
-// shared lines once per buffer. A refused commit or a one-slot claim past max_size() closes the
-// claims for a moment: the one-slot claims at or past the committed capacity are undone (each
-// throws what the refusal was) and the counter goes back to the capacity once the last of them has
-// returned, so no slot below a filled one stays empty; a claim made meanwhile throws the same error
-// and adds nothing. size() is two loads and a byte load when nothing finished out of order since
-// the last call, otherwise one byte load per ready chunk it passes.
+// shared, a one-element append claims with one fetch_add (after a bounded spin of up to 1024 CPU
+// pauses if another thread cut into its streak and holds the turn: pacing, so that streaks form), a
+// block with one CAS; either, when it is next, publishes with a plain store of published_,
+// otherwise it marks itself ready with one byte per power-of-two piece of it (at most 64) for
+// size() to find. Appends through the array share the claim counter's cache line once per call; a
+// Writer touches shared lines once per buffer. A refused commit or a one-index claim past
+// max_size() closes the claims for a moment: the one-index claims at or past the committed capacity
+// are undone (each throws what the refusal was) and the counter goes back to the capacity once the
+// last of them has returned, so no index below a filled one stays empty; a claim made meanwhile
+// throws the same error and adds nothing. size() is two loads and a byte load when nothing finished
+// out of order since the last call, otherwise one byte load per ready piece it passes.
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -121,10 +123,25 @@
 
 #include <reservoir/arena.hpp>
 #include <reservoir/detail/alignment.hpp>
+#include <reservoir/detail/concurrent_claim.hpp>
 #include <reservoir/detail/concurrent_core.hpp>
+#include <reservoir/detail/concurrent_publish.hpp>
+#include <reservoir/detail/concurrent_solo.hpp>
 #include <reservoir/max_size.hpp>
 
 namespace reservoir {
+
+// What a ConcurrentDynArray::Writer does at its end with buffered elements that its final flush
+// cannot append (the array is full, or the OS refuses memory or the barrier) and that no flush()
+// had reported by throwing. Chosen per writer (ConcurrentDynArray::writer()), decided inline in
+// the user's own build, the same in every build type.
+enum class WriterLoss : unsigned char {
+  // The default: print to stderr which array (its address), how many elements and why, then
+  // std::abort(). A loss the program was never told of is a bug, stopped as a failed check is.
+  abort,
+  // Destroy them and count them in the array's dropped(); the program checks dropped() itself.
+  count,
+};
 
 // ConcurrentCore is padded to whole cache lines; MSVC warns (C4324) that a class holding it is
 // padded too, which is the point.
@@ -136,7 +153,7 @@ template <class T>
 class ConcurrentDynArray {
   static_assert(std::is_object_v<T> && !std::is_const_v<T>, "a non-const object type");
   static_assert(std::is_nothrow_move_constructible_v<T>,
-                "ConcurrentDynArray<T> moves the new value into its slot after claiming it: T "
+                "ConcurrentDynArray<T> moves the new value into place after claiming its index: T "
                 "must be nothrow move constructible");
   static_assert(alignof(T) <= detail::kMaxElementAlignment,
                 "ConcurrentDynArray<T> supports element alignments up to 2 MiB "
@@ -186,7 +203,7 @@ class ConcurrentDynArray {
   // Appends; returns the new element's index. Thread-safe. Throws std::length_error when the
   // reservation is full, OsAllocationError when the OS refuses to commit, std::system_error when
   // it refuses the barrier that ends solo mode; nothing is added then.
-  // The element is constructed in its slot when that cannot throw; otherwise it is built first
+  // The element is constructed in place when that cannot throw; otherwise it is built first
   // (on the stack, or on the heap when larger than kMaxStackValueBytes) and moved in, so a throw
   // claims nothing.
   template <class... Args>
@@ -194,25 +211,25 @@ class ConcurrentDynArray {
     if constexpr (std::is_trivially_constructible_v<T, Args...>) {
       // A plain copy: in solo mode, the owner claims, stores and publishes it with no section.
       const size_type end = core_.append_solo([&](size_type k) noexcept {
-        std::construct_at(slots() + k, std::forward<Args>(args)...);
+        std::construct_at(elements() + k, std::forward<Args>(args)...);
       });
       if (end != 0) return end - 1;
     }
     if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
-      const size_type i = claim();  // may throw: nothing claimed
-      std::construct_at(slots() + i, std::forward<Args>(args)...);
+      const size_type i = claim(kPushBack);  // may throw: nothing claimed
+      std::construct_at(elements() + i, std::forward<Args>(args)...);
       publish(i);
       return i;
     } else if constexpr (sizeof(T) <= kMaxStackValueBytes) {
       T value(std::forward<Args>(args)...);  // may throw: nothing claimed yet
-      const size_type i = claim();           // may throw: nothing claimed
-      std::construct_at(slots() + i, std::move(value));
+      const size_type i = claim(kPushBack);  // may throw: nothing claimed
+      std::construct_at(elements() + i, std::move(value));
       publish(i);
       return i;
     } else {
       const std::unique_ptr<T> value(new T(std::forward<Args>(args)...));
-      const size_type i = claim();
-      std::construct_at(slots() + i, std::move(*value));
+      const size_type i = claim(kPushBack);
+      std::construct_at(elements() + i, std::move(*value));
       publish(i);
       return i;
     }
@@ -234,26 +251,26 @@ class ConcurrentDynArray {
   size_type append_range(R&& values) {
     if constexpr (std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
                   std::is_nothrow_constructible_v<T, std::ranges::range_reference_t<R>>) {
-      return append_block(static_cast<size_type>(std::ranges::size(values)),
+      return append_block("append_range", static_cast<size_type>(std::ranges::size(values)),
                           std::ranges::data(values));
     } else {
       std::vector<T> aside;  // may throw: nothing claimed yet
       for (auto&& v : values)
         aside.emplace_back(std::forward<decltype(v)>(v));
-      return append_block(aside.size(), std::make_move_iterator(aside.begin()));
+      return append_block("append_range", aside.size(), std::make_move_iterator(aside.begin()));
     }
   }
 
-  // Claims the next slot i and constructs make(i) in it: for values that depend on their own
+  // Claims the next index i and constructs make(i) there: for values that depend on their own
   // index (a memo table: element i describes the number i). make must not throw (it runs after
-  // the claim, so a throw would leave a hole); it may read any published element. Later slots
+  // the claim, so a throw would leave a hole); it may read any published element. Later indices
   // are published only after this one, so a slow make delays visibility, never correctness.
   template <class Make>
   size_type emplace_back_with(Make&& make) {
     static_assert(std::is_nothrow_invocable_r_v<T, Make&, size_type>,
                   "emplace_back_with needs a noexcept make(index) returning T");
-    const size_type i = claim();
-    ::new (static_cast<void*>(slots() + i)) T(make(i));  // the result itself: no temporary
+    const size_type i = claim("emplace_back_with");
+    ::new (static_cast<void*>(elements() + i)) T(make(i));  // the result itself: no temporary
     publish(i);
     return i;
   }
@@ -264,30 +281,30 @@ class ConcurrentDynArray {
   template <class... Args>
   std::optional<size_type> try_emplace_back(Args&&... args) {
     if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
-      std::optional<size_type> i = core_.try_claim(sizeof(T));
+      std::optional<size_type> i = core_.try_claim({sizeof(T), "try_emplace_back"});
       if (!i) return std::nullopt;
-      std::construct_at(slots() + *i, std::forward<Args>(args)...);
+      std::construct_at(elements() + *i, std::forward<Args>(args)...);
       publish(*i);
       return i;
     } else if constexpr (sizeof(T) <= kMaxStackValueBytes) {
       T value(std::forward<Args>(args)...);
-      std::optional<size_type> i = core_.try_claim(sizeof(T));
+      std::optional<size_type> i = core_.try_claim({sizeof(T), "try_emplace_back"});
       if (!i) return std::nullopt;
-      std::construct_at(slots() + *i, std::move(value));
+      std::construct_at(elements() + *i, std::move(value));
       publish(*i);
       return i;
     } else {
       const std::unique_ptr<T> value(new (std::nothrow) T(std::forward<Args>(args)...));
       if (!value) return std::nullopt;
-      std::optional<size_type> i = core_.try_claim(sizeof(T));
+      std::optional<size_type> i = core_.try_claim({sizeof(T), "try_emplace_back"});
       if (!i) return std::nullopt;
-      std::construct_at(slots() + *i, std::move(*value));
+      std::construct_at(elements() + *i, std::move(*value));
       publish(*i);
       return i;
     }
   }
 
-  // The largest element emplace_back builds on the stack before claiming its slot (when its
+  // The largest element emplace_back builds on the stack before claiming its index (when its
   // constructor may throw); a larger one is built on the heap.
   static constexpr size_type kMaxStackValueBytes = 16 * 1024;
 
@@ -301,9 +318,16 @@ class ConcurrentDynArray {
   // append them (full, or memory or the barrier refused). 0 unless elements were lost.
   size_type dropped() const noexcept { return core_.dropped(); }
 
-  // i < size() (checked in debug builds by at()).
-  const T& operator[](size_type i) const noexcept { return data()[i]; }
-  T& operator[](size_type i) noexcept { return slots()[i]; }
+  // i < size(): checked by an assertion (where NDEBUG is not defined, as DynArray's operator[]);
+  // at() checks in every build.
+  const T& operator[](size_type i) const noexcept {
+    assert(i < size() && "reservoir::ConcurrentDynArray index out of range");
+    return data()[i];
+  }
+  T& operator[](size_type i) noexcept {
+    assert(i < size() && "reservoir::ConcurrentDynArray index out of range");
+    return elements()[i];
+  }
   const T& at(size_type i) const {
     if (i >= size()) {
       throw std::out_of_range("reservoir::ConcurrentDynArray::at: index " + std::to_string(i) +
@@ -324,145 +348,14 @@ class ConcurrentDynArray {
 
   // Appends for one thread at a time, gathered in a buffer and appended as blocks (see the
   // contract at the top). Use one per thread; a Writer itself is not thread-safe. The array must
-  // outlive it and must not be moved or swapped while it is alive.
-  class Writer {
-   public:
-    // Takes other's buffered elements; other stays a usable writer of the same array, with an
-    // empty buffer.
-    Writer(Writer&& other) noexcept
-        : array_(other.array_),
-          buffer_(std::exchange(other.buffer_, {})),
-          head_(std::exchange(other.head_, 0)),
-          block_(std::exchange(other.block_, 0)),
-          reported_(std::exchange(other.reported_, 0)) {}
-    Writer(const Writer&) = delete;
-    Writer& operator=(const Writer&) = delete;
-    Writer& operator=(Writer&&) = delete;
-
-    // Flushes. Buffered elements that the flush cannot append (the array is full, or the OS
-    // refuses memory or the barrier) are destroyed: never silently. Each one is counted in the
-    // array's dropped(), and where no flush() had thrown for them (the program was never told),
-    // a library built without NDEBUG prints what was dropped to stderr and aborts; a release
-    // library only counts them. Call flush() before a writer's end and handle what it throws
-    // (take_buffered() hands back what did not fit) to decide instead.
-    ~Writer() {
-      const size_type before = buffered();
-      if (before == 0) return;
-      const size_type told = (std::min)(reported_, before);  // the oldest `told` of them
-      try {
-        flush();
-        return;
-      } catch (...) {  // std::length_error, OsAllocationError or std::system_error: see above
-      }
-      // The flush appended the oldest (before - lost); the lost are the newest, and those past
-      // the first `told` were never reported.
-      const size_type lost = buffered();
-      array_->core_.count_dropped(lost);
-      if (const size_type unreported = (std::min)(lost, before - told); unreported != 0)
-        detail::writer_dropped_unreported(unreported, array_->max_size());
-    }
-
-    // Adds an element to the buffer, flushing it first if it is full; the element has no index
-    // and is not visible until the next flush. Throws what that flush throws (std::length_error
-    // when the array is full: the elements that fit were appended, the rest stay buffered;
-    // OsAllocationError; std::system_error), and whatever constructing T throws; the new element
-    // is not added then.
-    // Amortized cost: a compare and a construction in the writer's own buffer, plus one move per
-    // element and one claim per buffer at the flush.
-    template <class... Args>
-    void emplace_back(Args&&... args) {
-      if (buffer_.size() == block_) make_room();
-      buffer_.emplace_back(std::forward<Args>(args)...);  // fits: never reallocates
-    }
-    void push_back(const T& value) { emplace_back(value); }
-    void push_back(T&& value) { emplace_back(std::move(value)); }
-
-    // The publish point: appends the buffered elements to the array as one block of consecutive
-    // indices claimed with one atomic operation, and returns the block's first index (max_size()
-    // when nothing was buffered). After it returns they are published: counted by size() and
-    // visible to every reader. When fewer slots are left than elements buffered, appends those
-    // that fit (oldest first), keeps the rest buffered and throws std::length_error; when the OS
-    // refuses to commit (OsAllocationError) or the barrier that ends solo mode
-    // (std::system_error), appends nothing and keeps them all.
-    size_type flush() {
-      const size_type pending = buffer_.size() - head_;
-      if (pending == 0) return array_->max_size();
-      size_type count = 0;
-      size_type first = 0;
-      try {
-        first = array_->claim(pending, true, &count);  // throws: none taken
-      } catch (...) {
-        reported_ = pending;  // the program was told about every buffered element
-        throw;
-      }
-      std::uninitialized_move_n(buffer_.begin() + static_cast<std::ptrdiff_t>(head_), count,
-                                array_->slots() + first);  // nothrow
-      array_->core_.publish(first, count);
-      if (count == pending) {
-        buffer_.clear();
-        head_ = 0;
-        reported_ = 0;
-        return first;
-      }
-      // The rest stays buffered after the moved-from ones (no assignment: T need not have one).
-      head_ += count;
-      reported_ = pending - count;
-      throw std::length_error(
-          "reservoir::ConcurrentDynArray::Writer: the array is full at "
-          "max_size() " +
-          std::to_string(array_->max_size()) + ": appended " + std::to_string(count) + " of " +
-          std::to_string(pending) + " buffered elements at index " + std::to_string(first) +
-          ", the rest stay buffered");
-    }
-
-    // Elements appended to this writer and not yet flushed.
-    size_type buffered() const noexcept { return buffer_.size() - head_; }
-
-    // Hands the buffered elements back, oldest first, and leaves the writer empty and usable:
-    // for the elements a flush() could not append (the array is full). Throws std::bad_alloc
-    // (nothing taken) if the returned vector cannot be allocated.
-    std::vector<T> take_buffered() {
-      std::vector<T> out;
-      out.reserve(buffered());
-      for (auto it = buffer_.begin() + static_cast<std::ptrdiff_t>(head_); it != buffer_.end();
-           ++it)
-        out.push_back(std::move(*it));  // nothrow: reserved, T nothrow move constructible
-      buffer_.clear();
-      head_ = 0;
-      reported_ = 0;
-      return out;
-    }
-
-   private:
-    friend class ConcurrentDynArray;
-    explicit Writer(ConcurrentDynArray& array) noexcept : array_(&array) {}
-
-    // The buffer is full (or not allocated yet): flush it, then let the next block be twice as
-    // long, from 16 elements up to 16 KiB of them, never longer than the array.
-    void make_room() {
-      flush();
-      constexpr size_type kFirst = 16, kMaxBytes = 16 * 1024;
-      const size_type longest = (std::max)(size_type{1}, kMaxBytes / sizeof(T));
-      size_type next = block_ == 0 ? (std::min)(kFirst, longest) : (std::min)(block_ * 2, longest);
-      next = (std::min)(next, array_->max_size());
-      if (next == 0) array_->core_.throw_full();  // an array with no reservation
-      if (next > block_) {
-        buffer_.reserve(next);  // empty after the flush: nothing moves
-        block_ = next;
-      }
-    }
-
-    ConcurrentDynArray* array_;
-    std::vector<T> buffer_;  // [head_, size()) buffered; before head_: moved into the array
-    size_type head_ = 0;
-    size_type block_ = 0;  // flush when the buffer holds this many
-    // The oldest buffered elements the program was told about: those a flush() kept when it threw
-    // (elements added since were not reported).
-    size_type reported_ = 0;
-  };
+  // outlive it and must not be moved or swapped while it is alive. Defined in
+  // detail/concurrent_writer.hpp, included at the end of this header.
+  class Writer;
 
   // A writer for the calling thread. Cheap: it allocates its buffer on its first append.
-  Writer writer() noexcept { return Writer(*this); }
+  // `on_loss`: what its end does with buffered elements it cannot append that no flush() had
+  // reported (WriterLoss: abort with a message, the default, or count them in dropped()).
+  Writer writer(WriterLoss on_loss = WriterLoss::abort) noexcept { return Writer(*this, on_loss); }
 
  private:
   // The elements `limit` holds; fewer than one is std::invalid_argument naming this constructor.
@@ -474,18 +367,23 @@ class ConcurrentDynArray {
     }
     return limit.bytes / sizeof(T);
   }
-  T* slots() const noexcept { return static_cast<T*>(core_.data()); }
-  size_type claim(size_type n = 1, bool partial = false, size_type* claimed_count = nullptr) {
-    return core_.claim(sizeof(T), n, partial, claimed_count);
+  T* elements() const noexcept { return static_cast<T*>(core_.data()); }
+  // The call push_back and emplace_back name in their messages.
+  static constexpr const char* kPushBack = "push_back/emplace_back";
+  // `call` is the user's call, which the messages name.
+  size_type claim(const char* call, size_type n = 1, bool partial = false,
+                  size_type* claimed_count = nullptr) {
+    return core_.claim({sizeof(T), call}, n, partial, claimed_count);
   }
   void publish(size_type i, size_type n = 1) noexcept { core_.publish(i, n); }
 
-  // Claims `count` slots and constructs them from *it, *++it, ... (which must not throw).
+  // Claims `count` indices and constructs elements there from *it, *++it, ... (which must not
+  // throw).
   template <class It>
-  size_type append_block(size_type count, It it) {
+  size_type append_block(const char* call, size_type count, It it) {
     if (count == 0) return max_size();
-    const size_type first = claim(count);
-    for (T *out = slots() + first, *end = out + count; out != end; ++out) {
+    const size_type first = claim(call, count);
+    for (T *out = elements() + first, *end = out + count; out != end; ++out) {
       std::construct_at(out, *it);
       ++it;
     }
@@ -494,7 +392,7 @@ class ConcurrentDynArray {
   }
 
   void destroy_all() noexcept {
-    if (T* const first = slots()) std::destroy(first, first + core_.size());
+    if (T* const first = elements()) std::destroy(first, first + core_.size());
   }
 
   detail::ConcurrentCore core_;
@@ -509,3 +407,7 @@ static_assert(sizeof(void*) != 8 || sizeof(ConcurrentDynArray<int>) <= 256,
 #endif
 
 }  // namespace reservoir
+
+// ConcurrentDynArray<T>::Writer: it needs the class above.
+#define RESERVOIR_CONCURRENT_DYNARRAY_CLASS_DEFINED
+#include <reservoir/detail/concurrent_writer.hpp>

@@ -39,10 +39,10 @@ inline void cpu_pause() noexcept {
 inline constexpr unsigned kFirstBackoff = 64;
 inline constexpr unsigned kMaxSpin = 1024;
 
-// Pacing of one-slot claims (ConcurrentCore::claim_one): a thread whose run another thread cut
+// Pacing of one-index claims (ConcurrentCore::claim_one): a thread whose streak another thread cut
 // into pauses before its next claim (kFirstBackoff pauses, doubling to kMaxSpin) unless it holds
 // the turn; after kPacedTurn such pauses in a row it takes the turn. A pause after which the
-// others claimed at most kRunPaid slots bought no run: the thread then lets kUnpacedCuts cuts
+// others claimed at most kRunPaid indices bought no streak: the thread then lets kUnpacedCuts cuts
 // pass without pausing.
 inline constexpr unsigned kPacedTurn = 8;
 inline constexpr unsigned kRunPaid = 8;
