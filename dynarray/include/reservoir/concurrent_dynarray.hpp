@@ -409,5 +409,4 @@ static_assert(sizeof(void*) != 8 || sizeof(ConcurrentDynArray<int>) <= 256,
 }  // namespace reservoir
 
 // ConcurrentDynArray<T>::Writer: it needs the class above.
-#define RESERVOIR_CONCURRENT_DYNARRAY_CLASS_DEFINED
 #include <reservoir/detail/concurrent_writer.hpp>

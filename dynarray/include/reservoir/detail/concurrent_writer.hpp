@@ -4,10 +4,6 @@
 // Writer's publish point and losses; include that header, never this one.
 #pragma once
 
-#ifndef RESERVOIR_CONCURRENT_DYNARRAY_CLASS_DEFINED
-#error "include <reservoir/concurrent_dynarray.hpp>, which defines the Writer after its class"
-#endif
-
 #include <algorithm>
 #include <cstddef>
 #include <exception>
