@@ -113,23 +113,33 @@ std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noex
     return std::make_error_code(std::errc::not_enough_memory);
   }
   void* mapping = nullptr;
-  bool open = false;
-  if (std::error_code ec = reserve_mapping(bytes, &mapping, is_large(k) ? &open : nullptr))
+  ChunkKind kind = ChunkKind::closed;
+  if (std::error_code ec = reserve_mapping(bytes, &mapping, is_large(k) ? &kind : nullptr))
     return ec;
+  const bool open = kind != ChunkKind::closed;
   auto* const base = static_cast<std::byte*>(mapping);
   std::byte* first = base + page;
   if (is_large(k)) {
     first = align_up(first, kHugePageSize);
   }
-  // An open chunk's last page is its guard (what lies below slot 0 is no other arena's).
+  // An open chunk's last page is its guard (what lies below slot 0 is no other arena's). Made by
+  // mprotect (no guard markers) it splits the chunk's mapping once.
+  std::size_t maps = 0;
   if (open) {
+    maps = pal::guard_markers() ? 0 : 1;
+    if (!mappings_fit(maps)) {
+      release_mapping(mapping, bytes);
+      return make_error_code(Refusal::mapping_budget);
+    }
     if (std::error_code ec = pal::guard(base + bytes - page, page)) {
       release_mapping(mapping, bytes);
       return ec;
     }
+    count_mappings(maps, true);
   }
   if (is_large(k)) count_pool_spare(bytes, true);  // no live arena holds any of it yet
-  sc.chunks.push_back(Chunk{base, bytes, first, fit, 0, open});
+  sc.chunks.push_back(
+      Chunk{base, bytes, first, fit, 0, open, kind == ChunkKind::guarded, maps});
   return {};
 }
 
@@ -180,7 +190,8 @@ std::size_t align_of(std::size_t k) noexcept {
   return is_large(k) ? kHugePageSize : pal::page_size();
 }
 
-std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* open) noexcept {
+std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* open,
+                 bool* guarded) noexcept {
   if (sc.chunks.empty() || sc.chunks.back().carved == sc.chunks.back().slots) {
     if (sc.grow_next) sc.next_chunk_size = next_chunk(k, sc.next_chunk_size);
     sc.grow_next = false;
@@ -199,14 +210,23 @@ std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* ope
   std::byte* slot = c.first + c.carved * stride_of(k);
   if (c.open) {
     const std::size_t page = pal::page_size();
-    if (std::error_code ec = pal::guard(slot, page)) {
+    // Made by mprotect (no guard markers: an open chunk only), the guard splits the mapping.
+    const std::size_t maps = c.guarded || pal::guard_markers() ? 0 : kSplitMappings;
+    if (!mappings_fit(maps)) {
+      *error = make_error_code(Refusal::mapping_budget);
+      return nullptr;
+    }
+    if (std::error_code ec = pal::guard(slot, c.guarded ? 2 * page : page)) {
       *error = ec;
       return nullptr;
     }
+    count_mappings(maps, true);
+    c.maps += maps;
     slot += page;
   }
   ++c.carved;
   *open = c.open;
+  *guarded = c.guarded;
   return slot;
 }
 
@@ -227,6 +247,7 @@ void release_unused_chunks(SizeClass& sc, std::size_t k) noexcept {
         std::any_of(lo, hi, [](const FreeSlot& f) { return f.committed != 0; });
     if (static_cast<std::size_t>(hi - lo) == c.carved && !holds_pages) {
       release_mapping(c.base, c.bytes);
+      count_mappings(c.maps, false);
       if (is_large(k)) count_pool_spare(c.bytes, false);
       for (auto it = lo; it != hi; ++it)
         it->committed = kMax;  // removed below (the order by base stays intact)
