@@ -35,8 +35,8 @@ std::error_code reserve_mapping(std::size_t size, void** out, ChunkKind* kind) n
     *kind = ChunkKind::closed;
     const bool open = g_open_chunks.load(std::memory_order_relaxed);
     const std::size_t budget = budget_of(pal::max_map_count());
-    const bool guarded = !open && budget != 0 && mappings_held() >= budget / 4 &&
-                         pal::guard_markers();
+    const bool guarded =
+        !open && budget != 0 && mappings_held() >= budget / 4 && pal::guard_markers();
     if (open || guarded) {
       const std::error_code ec = pal::reserve_open(size, out);
       if (!ec) {

@@ -151,8 +151,7 @@ void Arena::throw_growth_error(std::size_t bytes, std::error_code ec) const {
   const std::size_t len =
       detail::plan_step(growth_state(bytes), bytes, Populate::all).target - committed_;
   if (ec == Refusal::mapping_budget) {
-    throw OsAllocationError("commit", len, base_ + committed_, ec,
-                            detail::mapping_budget_advice());
+    throw OsAllocationError("commit", len, base_ + committed_, ec, detail::mapping_budget_advice());
   }
   if (ec == Refusal::memory_limit || ec == Refusal::machine_memory) {
     throw OsAllocationError("commit", len, base_ + committed_, ec,

@@ -69,8 +69,8 @@ void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, 
   // 1. Keep at most kPoolKeepPerSlot committed, and nothing once the resident limit is reached.
   const std::size_t share = std::min(committed, round_down(kPoolKeepPerSlot, pal::page_size()));
   const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
-  const std::size_t keep = keep_all                          ? committed
-                           : !open && mappings_short()        ? 0
+  const std::size_t keep = keep_all                            ? committed
+                           : !open && mappings_short()         ? 0
                            : p.resident + own + share <= limit ? share
                                                                : 0;
   const std::size_t now = decommit_beyond(base, keep, committed, open, guarded, kClassBytes[k]);
@@ -183,10 +183,9 @@ void return_slot(std::byte* base, std::size_t usable, std::size_t committed, boo
       const std::size_t share = std::min(committed, round_down(kPoolKeepPerSlot, pal::page_size()));
       const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
       const std::size_t keep =
-          !open && mappings_short() ? 0
-          : p.resident_seen.load(std::memory_order_relaxed) + c->bytes + share <= limit
-              ? share
-              : 0;
+          !open && mappings_short()                                                     ? 0
+          : p.resident_seen.load(std::memory_order_relaxed) + c->bytes + share <= limit ? share
+                                                                                        : 0;
       const std::size_t now = decommit_beyond(base, keep, committed, open, guarded, kClassBytes[k]);
       poison(base, now);
       c->page[k] = PoolCache::Page{base, now, open, guarded};

@@ -138,8 +138,7 @@ std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noex
     count_mappings(maps, true);
   }
   if (is_large(k)) count_pool_spare(bytes, true);  // no live arena holds any of it yet
-  sc.chunks.push_back(
-      Chunk{base, bytes, first, fit, 0, open, kind == ChunkKind::guarded, maps});
+  sc.chunks.push_back(Chunk{base, bytes, first, fit, 0, open, kind == ChunkKind::guarded, maps});
   return {};
 }
 

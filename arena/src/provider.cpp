@@ -145,8 +145,8 @@ std::error_code acquire(const ReservationRequest& q, Reservation* out) noexcept 
                        &ec);
     };
     if (take() || (ec && free_parked() && take())) {
-      *out = Reservation{base,      0,    base,   q.usable, committed, Source::page_pool,
-                         open,      options, guarded};
+      *out = Reservation{base, 0,       base,   q.usable, committed, Source::page_pool,
+                         open, options, guarded};
       return {};
     }
     if (ec) return ec;  // the OS refused a small pool's chunk (at its smallest): no address space

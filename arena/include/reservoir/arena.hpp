@@ -249,9 +249,7 @@ class Arena {
   // A sub-page slot: pooled, and smaller than any page (page slots are whole pages).
   bool sub_page() const noexcept { return has(kPooled) && reserved_ < kUnit; }
   bool open_slot() const noexcept { return has(kPooled) && (offset_flags_ & kOpenSlot) != 0; }
-  bool guarded_slot() const noexcept {
-    return has(kPooled) && (offset_flags_ & kGuardedSlot) != 0;
-  }
+  bool guarded_slot() const noexcept { return has(kPooled) && (offset_flags_ & kGuardedSlot) != 0; }
   std::size_t granule() const noexcept { return std::size_t{granule_units_} * kUnit; }
   std::size_t max_step() const noexcept { return granule() * max_step_granules_; }
   // The reservation as pal::reserve made it: [guard][alignment padding][usable...][guard].

@@ -109,7 +109,8 @@ std::error_code guard(void* addr, std::size_t size) noexcept;
 // the range stays readable and writable and reads as zeros afterwards (Linux MADV_DONTNEED).
 std::error_code discard(void* addr, std::size_t size) noexcept;
 
-// ---- kernel mappings (pal_maps.cpp) --------------------------------------------------------------
+// ---- kernel mappings (pal_maps.cpp)
+// --------------------------------------------------------------
 
 // How many mappings the kernel lets this process hold (Linux: /proc/sys/vm/max_map_count, read on
 // the first call and kept, read again with `reread`, since it can be raised while the process
