@@ -20,9 +20,13 @@ std::atomic<std::size_t> g_pool_spare{0};  // of which no live arena holds in th
 std::atomic<bool> g_open_chunks{false};
 std::atomic<std::size_t> g_mappings{0};  // kernel mappings held (address_space.hpp)
 
-// Half of the kernel's count, or 0: no budget.
-std::size_t budget_of(std::size_t max_map_count) noexcept {
-  return max_map_count / 2;
+// Below this many mappings the limit is not read: a program with a few arrays reads no /proc
+// file for them (a vm.max_map_count below twice this is not honoured).
+constexpr std::size_t kReadLimitFrom = 256;
+
+// Half of the kernel's count, or 0: no budget (or, below kReadLimitFrom, none read yet).
+std::size_t budget_at(std::size_t held, bool reread = false) noexcept {
+  return held < kReadLimitFrom ? 0 : pal::max_map_count(reread) / 2;
 }
 
 }  // namespace
@@ -34,9 +38,9 @@ std::error_code reserve_mapping(std::size_t size, void** out, ChunkKind* kind) n
   if (kind != nullptr) {
     *kind = ChunkKind::closed;
     const bool open = g_open_chunks.load(std::memory_order_relaxed);
-    const std::size_t budget = budget_of(pal::max_map_count());
-    const bool guarded =
-        !open && budget != 0 && mappings_held() >= budget / 4 && pal::guard_markers();
+    const std::size_t held = mappings_held();
+    const std::size_t budget = budget_at(held);
+    const bool guarded = !open && budget != 0 && held >= budget / 4 && pal::guard_markers();
     if (open || guarded) {
       const std::error_code ec = pal::reserve_open(size, out);
       if (!ec) {
@@ -75,15 +79,16 @@ std::size_t mappings_held() noexcept {
 
 bool mappings_fit(std::size_t n) noexcept {
   const std::size_t held = mappings_held();
-  std::size_t budget = budget_of(pal::max_map_count());
+  std::size_t budget = budget_at(held);
   if (budget == 0 || held + n <= budget) return true;
-  budget = budget_of(pal::max_map_count(true));  // raised meanwhile?
+  budget = budget_at(held, true);  // raised meanwhile?
   return budget == 0 || held + n <= budget;
 }
 
 bool mappings_short() noexcept {
-  const std::size_t budget = budget_of(pal::max_map_count());
-  return budget != 0 && mappings_held() > budget - budget / 8;
+  const std::size_t held = mappings_held();
+  const std::size_t budget = budget_at(held);
+  return budget != 0 && held > budget - budget / 8;
 }
 
 std::string mapping_budget_advice() {

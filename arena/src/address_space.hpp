@@ -35,7 +35,8 @@ void release_mapping(void* mapping, std::size_t size, bool split = false) noexce
 // decommitted to nothing or released), and for each guard a kernel without guard markers makes by
 // mprotect. It never holds more than half of pal::max_map_count(), so that the rest of the
 // program (threads, dlopen, malloc, other libraries) keeps the other half. No budget where there
-// is no such count (pal::max_map_count() 0).
+// is no such count (pal::max_map_count() 0). The count is read only once the library holds a few
+// hundred mappings, so that a program with a few arrays reads no /proc file for them.
 inline constexpr std::size_t kSplitMappings = 2;
 // Adds (true) or removes (false) n mappings from the count.
 void count_mappings(std::size_t n, bool add) noexcept;
