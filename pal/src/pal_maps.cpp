@@ -23,11 +23,12 @@ namespace reservoir::pal {
 namespace {
 
 std::atomic<std::size_t> g_fake_max_map_count{0};  // testing::set_max_map_count; 0: none
-std::atomic<std::size_t> g_max_map_count{0};       // the last reading; 0: none yet
+
+#if RESERVOIR_PAL_MAPS_LINUX
+std::atomic<std::size_t> g_max_map_count{0};  // the last reading; 0: none yet
 // 1: the kernel takes guard markers; 0: it does not; -1: not asked yet.
 std::atomic<int> g_markers{-1};
 
-#if RESERVOIR_PAL_MAPS_LINUX
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102  // Linux 6.13 uapi values; older headers lack them
 #endif
@@ -63,7 +64,7 @@ bool probe_markers() noexcept {
 
 }  // namespace
 
-std::size_t max_map_count(bool reread) noexcept {
+std::size_t max_map_count([[maybe_unused]] bool reread) noexcept {
   if (std::size_t fake = g_fake_max_map_count.load(std::memory_order_relaxed)) return fake;
 #if RESERVOIR_PAL_MAPS_LINUX
   std::size_t known = g_max_map_count.load(std::memory_order_relaxed);
