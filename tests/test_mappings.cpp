@@ -22,7 +22,13 @@
 
 #if defined(__linux__)
 #include <dlfcn.h>
+#endif
+#if !defined(_WIN32)
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #endif
 
 using reservoir::DynArray;
@@ -271,6 +277,32 @@ RESERVOIR_CHILD("maps.guarded_below") {
   return guarded_access(50, 50, true);
 }
 
+// A forked child keeps a guarded array's markers: its write at the array's committed end faults
+// (the grandchild's death is checked here, in the child), and the array's elements are its own.
+RESERVOIR_CHILD("maps.guarded_fork") {
+  pal::testing::set_max_map_count(4 * kFakeMaxMapCount);
+  reservoir::trim_pools();
+  if (!pal::guard_markers()) return 0;
+  std::vector<DynArray<int>> before(1000);
+  for (DynArray<int>& a : before)
+    a.push_back(1);
+  DynArray<int> a;
+  fill(a, 41);
+  if (mapping_span(a.data()) < (std::size_t{1} << 30)) return 3;
+  const pid_t pid = ::fork();
+  if (pid < 0) return 4;
+  if (pid == 0) {
+    if (!intact(a, 41)) ::_exit(5);
+    test::expect_fault_here();
+    static_cast<volatile std::byte*>(a.arena().base())[a.arena().committed()] = std::byte{1};
+    ::_exit(0);
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return 6;
+  if (!WIFSIGNALED(status)) return 7;
+  return WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS ? 0 : 8;
+}
+
 // Destroyed guarded arrays, recycled: the next arrays see their own elements only and their
 // committed ends still fault (checked by the children above); here the contents.
 RESERVOIR_CHILD("maps.guarded_recycled") {
@@ -332,8 +364,11 @@ TEST_SUITE("mappings") {
       const test::ProcessResult r = test::run_child(name);
       CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r) << r.output);
     }
-    const test::ProcessResult r = test::run_child("maps.guarded_recycled");
-    CHECK_MESSAGE((r.exited && r.exit_code == 0), test::describe(r) << r.output);
+    for (const char* name : {"maps.guarded_recycled", "maps.guarded_fork"}) {
+      CAPTURE(name);
+      const test::ProcessResult r = test::run_child(name);
+      CHECK_MESSAGE((r.exited && r.exit_code == 0), test::describe(r) << r.output);
+    }
   }
 }
 #endif
