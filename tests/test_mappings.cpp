@@ -232,17 +232,23 @@ RESERVOIR_CHILD("maps.guarded_200k") {
 // under a small fake budget), grown to `grow` ints and then cut to `keep` (shrink_to_fit) when
 // keep < grow; then the byte at its committed end (`below` false) or just below its first
 // element is written: the child must die of it.
-int guarded_access(std::size_t grow, std::size_t keep, bool below) {
+// With `bound`, the arrays are DynArray<int>(max_elements(bound)): a small class's slots.
+int guarded_access(std::size_t grow, std::size_t keep, bool below, std::size_t bound = 0) {
   pal::testing::set_max_map_count(4 * kFakeMaxMapCount);
   reservoir::trim_pools();
   if (!pal::guard_markers()) {
     std::printf("skipped: no guard markers on this kernel\n");
     return 0;
   }
-  std::vector<DynArray<int>> before(1000);
+  const auto make = [bound] {
+    return bound ? DynArray<int>(reservoir::max_elements(bound)) : DynArray<int>();
+  };
+  std::vector<DynArray<int>> before;
+  for (int i = 0; i < 1000; ++i)
+    before.push_back(make());
   for (DynArray<int>& a : before)
     a.push_back(1);
-  DynArray<int> a;
+  DynArray<int> a = make();
   for (std::size_t i = 0; i < grow; ++i)
     a.push_back(static_cast<int>(i));
   if (keep < grow) {
@@ -250,7 +256,7 @@ int guarded_access(std::size_t grow, std::size_t keep, bool below) {
     a.shrink_to_fit();
   }
   // In a guarded chunk: one mapping far larger than the array's commit.
-  if (mapping_span(a.data()) < (std::size_t{1} << 30)) return 3;
+  if (mapping_span(a.data()) < (bound ? std::size_t{2} << 20 : std::size_t{1} << 30)) return 3;
   auto* base = static_cast<volatile std::byte*>(a.arena().base());
   const std::size_t committed = a.arena().committed();
   base[committed - 1] = std::byte{1};  // the last committed byte is the array's
@@ -275,6 +281,40 @@ RESERVOIR_CHILD("maps.guarded_end_trimmed") {
 }
 RESERVOIR_CHILD("maps.guarded_below") {
   return guarded_access(50, 50, true);
+}
+RESERVOIR_CHILD("maps.guarded_small_end") {
+  return guarded_access(50, 50, false, 65'536);
+}
+RESERVOIR_CHILD("maps.guarded_small_end_grown") {
+  return guarded_access(60'000, 60'000, false, 65'536);
+}
+RESERVOIR_CHILD("maps.guarded_small_end_trimmed") {
+  return guarded_access(60'000, 10, false, 65'536);
+}
+RESERVOIR_CHILD("maps.guarded_small_below") {
+  return guarded_access(50, 50, true, 65'536);
+}
+
+// 50,000 live DynArray<int>(max_elements(65536)) (a small class's 256 KiB slots) of 1-100 ints
+// under the real vm.max_map_count: far fewer mappings than arrays.
+RESERVOIR_CHILD("maps.guarded_small_50k") {
+  std::vector<DynArray<int>> arrays;
+  arrays.reserve(50'000);
+  try {
+    for (std::size_t i = 0; i < 50'000; ++i) {
+      arrays.emplace_back(reservoir::max_elements(65'536));
+      fill(arrays.back(), i);
+    }
+  } catch (const OsAllocationError& e) {
+    std::printf("refused after %zu: %s\n", arrays.size(), e.what());
+    return 3;
+  }
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    if (!intact(arrays[i], i)) return 4;
+  }
+  const std::size_t maps = process_mappings();
+  std::printf("made %zu, process mappings %zu\n", arrays.size(), maps);
+  return maps < 20'000 ? rest_of_the_program_runs() : 5;
 }
 
 // A forked child keeps a guarded array's markers: its write at the array's committed end faults
@@ -353,13 +393,26 @@ TEST_SUITE("mappings") {
     CHECK(r.exit_code == 0);
   }
 
+  TEST_CASE("50,000 arrays of max_elements(65536) in a few thousand mappings") {
+    if (!pal::guard_markers() || pal::max_map_count() == 0 || test::under_valgrind()) {
+      MESSAGE("skipped: this kernel has no guard markers (Linux 6.13+) or no vm.max_map_count");
+      return;
+    }
+    const test::ProcessResult r = test::run_child("maps.guarded_small_50k");
+    MESSAGE(r.output);
+    CHECK_MESSAGE(r.exited, test::describe(r));
+    CHECK(r.exit_code == 0);
+  }
+
   TEST_CASE("a guarded array faults at its committed end and below its first element") {
     if (!pal::guard_markers()) {
       MESSAGE("skipped: this kernel has no guard markers (Linux 6.13+)");
       return;
     }
-    for (const char* name : {"maps.guarded_end", "maps.guarded_end_grown",
-                             "maps.guarded_end_trimmed", "maps.guarded_below"}) {
+    for (const char* name :
+         {"maps.guarded_end", "maps.guarded_end_grown", "maps.guarded_end_trimmed",
+          "maps.guarded_below", "maps.guarded_small_end", "maps.guarded_small_end_grown",
+          "maps.guarded_small_end_trimmed", "maps.guarded_small_below"}) {
       CAPTURE(name);
       const test::ProcessResult r = test::run_child(name);
       CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r) << r.output);

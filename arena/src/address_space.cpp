@@ -19,6 +19,8 @@ std::atomic<std::size_t> g_pool_spare{0};  // of which no live arena holds in th
 // opt-in, since an open chunk's arenas take writes past their committed prefix.
 std::atomic<bool> g_open_chunks{false};
 std::atomic<std::size_t> g_mappings{0};  // kernel mappings held (address_space.hpp)
+std::atomic<std::size_t> g_pending{
+    0};  // arenas whose first commit will split (count_pending_split)
 
 // Below this many mappings the limit is not read: a program with a few arrays reads no /proc
 // file for them (a vm.max_map_count below twice this is not honoured).
@@ -33,12 +35,14 @@ std::size_t budget_at(std::size_t held, bool reread = false) noexcept {
 
 namespace detail {
 
-std::error_code reserve_mapping(std::size_t size, void** out, ChunkKind* kind) noexcept {
+std::error_code reserve_mapping(std::size_t size, void** out, ChunkKind* kind,
+                                bool may_open) noexcept {
   if (!mappings_fit(1)) return make_error_code(Refusal::mapping_budget);
   if (kind != nullptr) {
     *kind = ChunkKind::closed;
-    const bool open = g_open_chunks.load(std::memory_order_relaxed);
-    const std::size_t held = mappings_held();
+    const bool open = may_open && g_open_chunks.load(std::memory_order_relaxed);
+    const std::size_t held =
+        mappings_held() + kSplitMappings * g_pending.load(std::memory_order_relaxed);
     const std::size_t budget = budget_at(held);
     const bool guarded = !open && budget != 0 && held >= budget / 4 && pal::guard_markers();
     if (open || guarded) {
@@ -70,6 +74,14 @@ void count_mappings(std::size_t n, bool add) noexcept {
     g_mappings.fetch_add(n, std::memory_order_relaxed);
   } else {
     g_mappings.fetch_sub(n, std::memory_order_relaxed);
+  }
+}
+
+void count_pending_split(bool add) noexcept {
+  if (add) {
+    g_pending.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    g_pending.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

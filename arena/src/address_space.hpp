@@ -22,7 +22,9 @@ enum class ChunkKind : unsigned char { closed, open, guarded };
 // that counts, and keep the arrays in core dumps), a closed one elsewhere; *kind says which. A
 // refusal is returned as it is: the provider decides whether to free parked reservations and try
 // again.
-std::error_code reserve_mapping(std::size_t size, void** out, ChunkKind* kind = nullptr) noexcept;
+// `may_open` false (the small classes' chunks): closed or guarded, never open.
+std::error_code reserve_mapping(std::size_t size, void** out, ChunkKind* kind = nullptr,
+                                bool may_open = true) noexcept;
 // pal::release, and the mapping no longer counted, nor, with `split`, the two more a committed
 // prefix amid its inaccessible range made. A refused release only leaks address space; nobody can
 // be told (destructors), so the bytes are no longer counted either way.
@@ -40,6 +42,11 @@ void release_mapping(void* mapping, std::size_t size, bool split = false) noexce
 inline constexpr std::size_t kSplitMappings = 2;
 // Adds (true) or removes (false) n mappings from the count.
 void count_mappings(std::size_t n, bool add) noexcept;
+// A live arena in a closed reservation with nothing committed enters (true) or leaves (false):
+// its first commit will split a mapping. Such arenas count as kSplitMappings each when the
+// chunks' kind is chosen (arrays made first and filled later would otherwise all take closed
+// slots), not against the budget.
+void count_pending_split(bool add) noexcept;
 std::size_t mappings_held() noexcept;
 // True if n more mappings stay within the budget (the limit is read again before saying no).
 bool mappings_fit(std::size_t n) noexcept;

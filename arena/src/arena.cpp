@@ -153,6 +153,7 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
                                         (r.guarded ? kGuardedSlot : 0));
   }
   a.offset_flags_ = flags;
+  if (a.committed_ == 0 && !a.open_slot()) detail::count_pending_split(true);
   *error = {};
   return std::optional<Arena>(std::move(a));
 }
@@ -200,6 +201,7 @@ Arena::~Arena() {
 
 void Arena::release_all() noexcept {
   if (base_ != nullptr) {
+    if (committed_ == 0 && !open_slot()) detail::count_pending_split(false);
     detail::unpoison(base_, committed_);  // the next owner of these pages starts clean
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)

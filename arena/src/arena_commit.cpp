@@ -118,7 +118,10 @@ std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
       return ec;
     }
   }
-  if (splits) detail::count_mappings(detail::kSplitMappings, true);
+  if (splits) {
+    detail::count_mappings(detail::kSplitMappings, true);
+    detail::count_pending_split(false);
+  }
   // 2. The first commit past the threshold marks the rest of the reservation (up to the end of
   //    the mapping, so the upper guard page stays in the same kernel mapping) for huge pages. A
   //    hint: not given where its split could pass the mapping budget (nor counted: each array
@@ -134,7 +137,10 @@ std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   if (std::error_code ec = detail::populate(start, step.populated)) {
     const bool undone = !(open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
     if (guarded_slot()) (void)detail::move_guard(base_, step.target, committed_);
-    if (splits && undone) detail::count_mappings(detail::kSplitMappings, false);
+    if (splits && undone) {
+      detail::count_mappings(detail::kSplitMappings, false);
+      detail::count_pending_split(true);
+    }
     detail::memory_limit_refund(charged, has(kRespectMemoryLimit) ? step.must_back : 0);
     return ec;
   }
@@ -260,6 +266,7 @@ std::error_code Arena::trim(std::size_t keep_bytes) noexcept {
     if (std::error_code ec = detail::move_guard(base_, committed_, target)) return ec;
   } else if (target == 0 && !open_slot()) {
     detail::count_mappings(detail::kSplitMappings, false);  // merged back into its neighbours
+    detail::count_pending_split(true);
   }
   detail::memory_released(committed_ - target);
   committed_ = target;

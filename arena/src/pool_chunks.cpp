@@ -12,6 +12,11 @@
 // 4 MiB and more, for huge pages) and are kHugePageSize apart, the gap never committed: a chunk is
 // [guard][pad][slot 0][gap][slot 1][gap]...[slot n-1][gap], pad + guard < kHugePageSize.
 //
+// Past a quarter of the mapping budget, where the kernel has guard markers, a chunk of any class
+// is guarded (address_space.hpp's ChunkKind): read-write, each slot a page past where a closed
+// chunk puts it, that page its guard below, and a guard marker at its committed end, moved as it
+// commits; the chunk's last page a guard past the last slot. One mapping for all its slots.
+//
 // With set_open_pool_chunks(true), where the OS makes them (Linux), a large chunk is an open
 // reservation (pal::reserve_open): read-write from the start, so an arena in one of its slots
 // commits without a system call. By default it is closed, as every other reservation. In a
@@ -114,9 +119,12 @@ std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noex
   }
   void* mapping = nullptr;
   ChunkKind kind = ChunkKind::closed;
-  if (std::error_code ec = reserve_mapping(bytes, &mapping, is_large(k) ? &kind : nullptr))
-    return ec;
+  if (std::error_code ec = reserve_mapping(bytes, &mapping, &kind, is_large(k))) return ec;
   const bool open = kind != ChunkKind::closed;
+  // A guarded small chunk's slots each start a page later (that page is the guard below them),
+  // so its last page, the guard past the last slot, holds no slot: one slot fewer may fit.
+  const std::size_t slots_in =
+      kind == ChunkKind::guarded && !is_large(k) ? (bytes - 2 * page) / stride : fit;
   auto* const base = static_cast<std::byte*>(mapping);
   std::byte* first = base + page;
   if (is_large(k)) {
@@ -138,7 +146,8 @@ std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noex
     count_mappings(maps, true);
   }
   if (is_large(k)) count_pool_spare(bytes, true);  // no live arena holds any of it yet
-  sc.chunks.push_back(Chunk{base, bytes, first, fit, 0, open, kind == ChunkKind::guarded, maps});
+  sc.chunks.push_back(
+      Chunk{base, bytes, first, slots_in, 0, open, kind == ChunkKind::guarded, maps});
   return {};
 }
 
