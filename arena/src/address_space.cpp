@@ -23,12 +23,12 @@ std::atomic<std::size_t> g_pending{
     0};  // arenas whose first commit will split (count_pending_split)
 
 // Below this many mappings the limit is not read: a program with a few arrays reads no /proc
-// file for them (a vm.max_map_count below twice this is not honoured).
+// file for them (a vm.max_map_count below twice this, not read yet, is not honoured).
 constexpr std::size_t kReadLimitFrom = 256;
 
-// Half of the kernel's count, or 0: no budget (or, below kReadLimitFrom, none read yet).
+// Half of the kernel's count, or 0: no budget (or, below kReadLimitFrom, none known yet).
 std::size_t budget_at(std::size_t held, bool reread = false) noexcept {
-  return held < kReadLimitFrom ? 0 : pal::max_map_count(reread) / 2;
+  return (held < kReadLimitFrom ? pal::max_map_count_known() : pal::max_map_count(reread)) / 2;
 }
 
 }  // namespace

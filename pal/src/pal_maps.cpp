@@ -78,6 +78,15 @@ std::size_t max_map_count([[maybe_unused]] bool reread) noexcept {
 #endif
 }
 
+std::size_t max_map_count_known() noexcept {
+  if (std::size_t fake = g_fake_max_map_count.load(std::memory_order_relaxed)) return fake;
+#if RESERVOIR_PAL_MAPS_LINUX
+  return g_max_map_count.load(std::memory_order_relaxed);
+#else
+  return 0;
+#endif
+}
+
 bool guard_markers() noexcept {
   if (testing::guard_install_refused()) return false;
 #if RESERVOIR_PAL_MAPS_LINUX

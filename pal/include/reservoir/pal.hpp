@@ -118,6 +118,9 @@ std::error_code discard(void* addr, std::size_t size) noexcept;
 // address space and memory bound them) or it cannot be read. testing::set_max_map_count()
 // replaces the answer on every platform.
 std::size_t max_map_count(bool reread = false) noexcept;
+// What max_map_count() would answer without asking the OS: the forced count, or the last reading,
+// or 0 if there is none yet.
+std::size_t max_map_count_known() noexcept;
 
 // True if guard() installs guard markers (Linux 6.13+, MADV_GUARD_INSTALL): guards that leave the
 // mapping whole and that unguard() can lift. Asked of the kernel once, on a page of its own;
