@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
       "Exit codes: 0 done; 1 a run that failed (a cell that failed or crashed, a result file not "
       "written, containers that disagree; cells skipped or timed out by a budget are not "
       "failures); 2 a usage error (bad option or value, an output path that cannot be written, "
-      "sizes that cannot fit).\n" +
+      "sizes that cannot fit); 3 no cell measured anything (every one skipped or timed out).\n" +
       contenders_help()};
   Config cfg;
   std::string sizes = "1e3,1e6,1e7",
@@ -112,8 +112,11 @@ int main(int argc, char** argv) {
   std::string granule = std::to_string(std::max<std::size_t>(reservoir::kDefaultCommitGranule,
                                                              reservoir::pal::page_size())),
               max_step = std::to_string(reservoir::kDefaultMaxCommitStep);
-  app.add_option("--sizes", sizes, "Element counts, e.g. 1e3,1e6,1e9 or 1K,1M,1G")
-      ->capture_default_str();
+  // A text option, shown with its default in --help.
+  auto text_option = [&app](const char* name, std::string& value, const std::string& help) {
+    app.add_option(name, value, help)->capture_default_str();
+  };
+  text_option("--sizes", sizes, "Element counts, e.g. 1e3,1e6,1e9 or 1K,1M,1G");
   app.add_option(
          "--containers", containers,
          "Contenders of tables 1-3, any of: " +
@@ -124,17 +127,14 @@ int main(int argc, char** argv) {
                return all;
              }())
       ->capture_default_str();
-  app.add_option("--types", types,
-                 "Element types: int,unique_ptr,string (the quick tour: int, so that it ends in "
-                 "about a minute)")
-      ->capture_default_str();
+  text_option("--types", types,
+              "Element types: int,unique_ptr,string (the quick tour: int, so that it ends in "
+              "about a minute)");
   app.add_option("--reps", cfg.reps, "Throughput repetitions per cell (median reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  app.add_option("--granule", granule, "DynArray commit granule, e.g. 4K, 64K, 2M")
-      ->capture_default_str();
-  app.add_option("--max-step", max_step, "DynArray largest commit step (= --granule: fixed steps)")
-      ->capture_default_str();
+  text_option("--granule", granule, "DynArray commit granule, e.g. 4K, 64K, 2M");
+  text_option("--max-step", max_step, "DynArray largest commit step (= --granule: fixed steps)");
   app.add_option("--reserve", reserve,
                  "DynArray reservation in bytes, e.g. 1G (default: the library's 64 GiB)");
   auto* prefault_on = app.add_flag_callback(
@@ -150,11 +150,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   std::string threads = "auto";
-  app.add_option("--threads", threads,
-                 "Thread counts for the concurrent-append and Collatz tables (auto: 1, 2, 4 and "
-                 "the powers of two up to the machine's core count, then the core count; empty "
-                 "or 0: skip them)")
-      ->capture_default_str();
+  text_option("--threads", threads,
+              "Thread counts for the concurrent-append and Collatz tables (auto: 1, 2, 4 and "
+              "the powers of two up to the machine's core count, then the core count; empty "
+              "or 0: skip them)");
   bool pin = false;
   app.add_flag("--pin", pin, "Concurrent table: pin thread t to CPU t (Linux; elsewhere ignored)");
   app.add_option("--only", only,
@@ -170,30 +169,35 @@ int main(int argc, char** argv) {
                  "for the quick tour, 0 when options choose what to measure)")
       ->check(rb::finite_range(0, 1e7));
   std::string mixed_iterations = "100";
-  app.add_option("--mixed-iterations", mixed_iterations,
-                 "Mixed table: iteration counts, e.g. 300 or 1000,3000")
-      ->capture_default_str();
+  text_option("--mixed-iterations", mixed_iterations,
+              "Mixed table: iteration counts, e.g. 300 or 1000,3000");
   std::string mixed_types = "int,string,array10,heap,all";
-  app.add_option("--mixed-types", mixed_types,
-                 "Mixed table: element types (int,string,array10,heap; all: the four at once)")
-      ->capture_default_str();
+  text_option("--mixed-types", mixed_types,
+              "Mixed table: element types (int,string,array10,heap; all: the four at once)");
   app.add_option("--many-arrays", cfg.many_arrays, "Many-arrays table: arrays alive at once")
       ->capture_default_str()
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1'000'000}));
   std::string batch_elements = "2e6";
-  app.add_option("--batch-elements", batch_elements,
-                 "Throughput cells smaller than half this repeat their build until about this many "
-                 "elements are appended, latency cells until a twentieth of it (a smoke run can "
-                 "make it small)")
-      ->capture_default_str();
+  text_option("--batch-elements", batch_elements,
+              "Throughput cells smaller than half this repeat their build until about this many "
+              "elements are appended, latency cells until a twentieth of it (a smoke run can "
+              "make it small)");
   app.add_option("--json", cfg.json, "Write results as JSON (ns, bytes) to FILE");
   app.add_option("--csv", cfg.csv, "Write results as CSV to FILE");
   app.add_option("--markdown", cfg.markdown, "Write results as Markdown to FILE");
   app.add_flag("-q,--quiet", cfg.quiet, "Print no tables or progress (files only)");
   try {
     app.parse(argc, argv);
-    cfg.sizes = rb::parse_count_list(sizes);
-    cfg.mixed.iterations = rb::parse_count_list(mixed_iterations);
+    // A parse error names the option it came from.
+    auto counts = [](const char* option, const std::string& text) {
+      try {
+        return rb::parse_count_list(text);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(option) + ": " + e.what());
+      }
+    };
+    cfg.sizes = counts("--sizes", sizes);
+    cfg.mixed.iterations = counts("--mixed-iterations", mixed_iterations);
     try {
       cfg.batch_elements = rb::parse_count(batch_elements);
     } catch (const std::invalid_argument& e) {
@@ -239,7 +243,16 @@ int main(int argc, char** argv) {
         cfg.threads.push_back(t);
       if (cores > cfg.threads.back() && cores <= 256) cfg.threads.push_back(cores);
     } else if (!threads.empty() && threads != "0") {
-      for (std::uint64_t t : rb::parse_count_list(threads)) {
+      std::vector<std::uint64_t> list;
+      try {
+        list = rb::parse_count_list(threads);
+      } catch (const std::invalid_argument&) {
+        throw std::invalid_argument(
+            "--threads must be positive thread counts (e.g. 1,2,4; 0: no "
+            "concurrent tables), not '" +
+            threads + "'");
+      }
+      for (std::uint64_t t : list) {
         if (t > 256) throw std::invalid_argument("--threads: at most 256");
         cfg.threads.push_back(t);
       }
@@ -330,6 +343,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "reservoir-bench: cannot find my own executable to re-run it\n");
     return 1;
   }
+  // No cell outlives the run: SIGTERM, SIGINT and SIGHUP end the running cell first (and a
+  // SIGKILL, which no program sees, ends it through the process layer's parent-death watch).
+  if (const std::error_code ec = rb::end_children_on_signals()) {
+    std::fprintf(stderr, "reservoir-bench: cannot handle termination signals: %s\n",
+                 pal::describe(ec).c_str());
+    return 1;
+  }
 
   // Read by every child (child_main): the cell budget.
   if (!rb::set_environment("RESERVOIR_BENCH_CELL_BUDGET", fmt::format("{:g}", cfg.cell_budget))) {
@@ -397,6 +417,18 @@ int main(int argc, char** argv) {
                  "others' results stand\n",
                  failed, results.size());
     rc = 1;
+  }
+  // A run that measured nothing is not a result, even under --quiet: exit 3, saying why.
+  const auto measured = std::find_if(results.begin(), results.end(),
+                                     [](const Result& r) { return r.status == "ok"; });
+  if (rc == 0 && measured == results.end()) {
+    std::fprintf(stderr, "reservoir-bench: no cell measured anything: %s\n",
+                 results.empty()
+                     ? "the options leave no cell to run"
+                     : fmt::format("all {} were skipped or timed out ({}: {})", results.size(),
+                                   results.front().container, results.front().status)
+                           .c_str());
+    rc = 3;
   }
   return rc;
 }

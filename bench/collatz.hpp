@@ -15,15 +15,7 @@
 
 #include <reservoir/concurrent_dynarray.hpp>
 
-#if defined(__MINGW32__)
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#include <windows.h>
-#endif
+#include "baselines.hpp"  // <windows.h> on Windows, for the SRWLOCK below
 
 namespace collatz {
 

@@ -176,6 +176,12 @@ Inner copy_of(const Inner& a) {
   }
 }
 
+// Appends copies of from's elements to x.
+template <class Inner>
+void append_copy(Inner& x, const Inner& from) {
+  x.insert(x.end(), from.begin(), from.end());
+}
+
 // One environment V<V<T>> and the state its actions share.
 template <template <class> class V, class T>
 class Environment {
@@ -199,45 +205,56 @@ class Environment {
     }
   }
 
+  // Some of the first n arrays, drawn one at a time (the count first): each(array), which may
+  // draw from rng too between the draws of the indices; an array that grew is noted.
+  template <class Each>
+  void for_some_arrays(Rng& rng, std::uint64_t n, bool grows, Each each) {
+    const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
+    for (std::uint64_t k = 0; k < arrays; ++k) {
+      const std::uint64_t at = rng.uniform(0, n - 1);
+      each(env_[at]);
+      if (grows) note(at);
+    }
+  }
+
+  // Appends a new inner array: make()'s, or for IdealVector one that reserves its final size and
+  // is filled by fill(array).
+  template <class Make, class Fill>
+  void add_array(Make make, Fill fill) {
+    if constexpr (kIdeal) {
+      Inner x;
+      x.reserve(target(env_.size()));
+      fill(x);
+      env_.push_back(std::move(x));
+    } else {
+      env_.push_back(make());
+    }
+    note(env_.size() - 1);
+  }
+
   // Applies action `a` of iteration i (1-based), drawing from rng.
   void apply(Action a, std::uint64_t i, Rng& rng) {
     const std::uint64_t n = env_.size();
     switch (a) {
-      case kPushBack: {
-        const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
-        for (std::uint64_t k = 0; k < arrays; ++k) {
-          const std::uint64_t at = rng.uniform(0, n - 1);
-          Inner& x = env_[at];
+      case kPushBack:
+        for_some_arrays(rng, n, true, [&](Inner& x) {
           const std::uint64_t m = rng.uniform(1, 100 * i);
           for (std::uint64_t j = 0; j < m; ++j)
             x.push_back(make_value<Value>(next_value_++));
-          note(at);
-        }
+        });
         break;
-      }
-      case kPopBack: {
-        const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
-        for (std::uint64_t k = 0; k < arrays; ++k) {
-          Inner& x = env_[rng.uniform(0, n - 1)];
+      case kPopBack:
+        for_some_arrays(rng, n, false, [&](Inner& x) {
           const std::uint64_t m = rng.uniform(0, x.size());
           for (std::uint64_t j = 0; j < m; ++j)
             x.pop_back();
-        }
+        });
         break;
-      }
       case kConstruct: {
         const std::uint64_t count = rng.uniform(1, 3);
         for (std::uint64_t k = 0; k < count; ++k) {
           const auto size = static_cast<std::size_t>(rng.uniform(1, i + 10));
-          if constexpr (kIdeal) {
-            Inner x;
-            x.reserve(target(env_.size()));
-            x.resize(size);
-            env_.push_back(std::move(x));
-          } else {
-            env_.push_back(Inner(size));
-          }
-          note(env_.size() - 1);
+          add_array([&] { return Inner(size); }, [&](auto& x) { x.resize(size); });
         }
         break;
       }
@@ -246,42 +263,26 @@ class Environment {
         for (std::uint64_t k = 0; k < count; ++k) {
           // The source index is drawn from the arrays that existed before this action.
           const Inner& from = env_[rng.uniform(0, n - 1)];
-          if constexpr (kIdeal) {
-            Inner x;
-            x.reserve(target(env_.size()));
-            x.insert(x.end(), from.begin(), from.end());
-            env_.push_back(std::move(x));
-          } else {
-            env_.push_back(copy_of(from));
-          }
-          note(env_.size() - 1);
+          add_array([&] { return copy_of(from); }, [&](auto& x) { append_copy(x, from); });
         }
         break;
       }
-      case kInsert: {
-        const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
-        for (std::uint64_t k = 0; k < arrays; ++k) {
-          const std::uint64_t at = rng.uniform(0, n - 1);
-          Inner& x = env_[at];
+      case kInsert:
+        for_some_arrays(rng, n, true, [&](Inner& x) {
           const std::uint64_t pos = rng.uniform(0, x.size());
           const std::uint64_t m = rng.uniform(1, i);
           x.insert(x.begin() + static_cast<std::ptrdiff_t>(pos), static_cast<std::size_t>(m),
                    Value());
-          note(at);
-        }
+        });
         break;
-      }
-      case kErase: {
-        const std::uint64_t arrays = rng.uniform(1, n / 3 + 1);
-        for (std::uint64_t k = 0; k < arrays; ++k) {
-          Inner& x = env_[rng.uniform(0, n - 1)];
+      case kErase:
+        for_some_arrays(rng, n, false, [&](Inner& x) {
           const std::uint64_t first = rng.uniform(0, x.size());
           const std::uint64_t last = rng.uniform(first, x.size());
           x.erase(x.begin() + static_cast<std::ptrdiff_t>(first),
                   x.begin() + static_cast<std::ptrdiff_t>(last));
-        }
+        });
         break;
-      }
       case kActions:
         break;
     }

@@ -119,27 +119,31 @@ void print_summary(const Config& cfg, const Context& ctx, const std::vector<Resu
   for (const char* table : {"concurrent", "collatz"}) {
     if (!ran(table)) continue;
     const bool collatz = std::string_view(table) == "collatz";
-    const char* base_name = collatz ? "vector_shared_mutex" : "vector_mutex";
-    const Result* d = nullptr;
-    const Result* one = nullptr;
-    for (const Result& r : rs) {
-      if (r.table != table || r.container != "concurrent_dynarray" || r.status != "ok") continue;
-      if (!d || r.threads > d->threads) d = &r;
-      if (r.threads == 1) one = &r;
-    }
-    std::string text;
-    if (d) {
-      const Result* base = nullptr;
+    // The cell of container c at the most threads, and at 1 thread.
+    auto at = [&](std::string_view c, std::uint64_t threads) {
+      const Result* best = nullptr;
       for (const Result& r : rs) {
-        if (r.table == table && r.container == base_name && r.threads == d->threads &&
-            r.status == "ok") {
-          base = &r;
+        if (r.table == table && r.container == c && r.status == "ok" &&
+            (threads ? r.threads == threads : !best || r.threads > best->threads)) {
+          best = &r;
         }
       }
+      return best;
+    };
+    // A Writer per thread is how the README's headline appends; plain push_back beside it.
+    const Result* w = at("concurrent_dynarray_writer", 0);
+    const Result* p = at("concurrent_dynarray", w ? w->threads : 0);
+    const Result* d = w ? w : p;
+    std::string text;
+    if (d) {
+      const Result* base = at(collatz ? "vector_shared_mutex" : "vector_mutex", d->threads);
+      const Result* one = at(d->container, 1);
+      const char* base_name = collatz ? "std::vector + shared_mutex" : "std::vector + mutex";
+      const double base_s = base ? base->seconds : 0;
       text = fmt::format(
           "{} threads: ConcurrentDynArray {}", d->threads,
-          join({versus(base ? base->seconds : 0, d->seconds,
-                       collatz ? "std::vector + shared_mutex" : "std::vector + mutex"),
+          join({w ? "with a Writer per thread " + versus(base_s, w->seconds, base_name) : "",
+                p ? "push_back " + versus(base_s, p->seconds, base_name) : "",
                 one && one != d && d->seconds > 0
                     ? fmt::format("throughput vs 1 thread {:.2f}x", one->seconds / d->seconds)
                     : std::string()}));
@@ -217,12 +221,13 @@ void print_summary(const Config& cfg, const Context& ctx, const std::vector<Resu
   }
   fmt::print("\n");
   if (!cfg.json.empty()) {
-    fmt::print("Figures: python3 scripts/plot_bench.py {} [OUT_DIR]\n", cfg.json);
+    fmt::print("Figures: python3 scripts/plot_bench.py {} [OUT_DIR]", cfg.json);
   } else {
     fmt::print(
         "Figures: run again with --json FILE.json, then python3 scripts/plot_bench.py FILE.json "
-        "[OUT_DIR]\n");
+        "[OUT_DIR]");
   }
+  fmt::print(" (needs matplotlib: scripts/install-deps.sh plot)\n");
 }
 
 }  // namespace reservoir::bench::tour

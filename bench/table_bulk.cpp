@@ -99,24 +99,18 @@ void run_bulk(const Config& cfg, std::vector<Result>& out) {
     std::vector<Result> cells;
     for (const BulkOp& op : kBulkOps) {
       Result r("bulk", op.name, "int", n);
-      if (std::string why =
-              skip_reason(rb::Container::vector_reserve, rb::Type::int_, 3 * n, cfg.granule);
-          !why.empty()) {
-        r.status = why;
-      }
+      r.status = skip_reason(rb::Container::vector_reserve, rb::Type::int_, 3 * n, cfg.granule);
+      if (r.status.empty()) r.status = "ok";
       cells.push_back(std::move(r));
     }
-    for (int rep = 0; rep < cfg.reps; ++rep) {
-      for (Result& r : cells) {
-        if (r.status != "ok") continue;
-        progress.show(fmt::format("bulk: {} ints rep {}/{} {}", rb::format_count(n), rep + 1,
-                                  cfg.reps, r.container));
-        auto f = run_cell(cfg, "bulk", r.container, "int", n, 1, &r.status);
-        if (r.status != "ok") continue;
-        r.samples.push_back(std::stod(f["seconds"]));
-        r.warm_samples.push_back(std::stod(f["warm"]));
-      }
-    }
+    run_reps(cfg, cells, [&](Result& r, int rep) {
+      progress.show(fmt::format("bulk: {} ints rep {}/{} {}", rb::format_count(n), rep + 1,
+                                cfg.reps, r.container));
+      auto f = run_cell(cfg, "bulk", r.container, "int", n, 1, &r.status);
+      if (r.status != "ok") return;
+      r.samples.push_back(std::stod(f["seconds"]));
+      r.warm_samples.push_back(std::stod(f["warm"]));
+    });
     for (Result& r : cells) {
       summarize(r, n);
       r.warm_seconds = median(r.warm_samples);
@@ -145,10 +139,7 @@ void print_bulk(const Config& cfg, const std::vector<Result>& rs) {
       fmt::print("{:>6}  {:<14}{}\n", rb::format_count(r.size), r.container, r.status);
       continue;
     }
-    const char* floor_name = "memset";
-    for (const BulkOp& op : kBulkOps) {
-      if (r.container == op.name) floor_name = op.floor;
-    }
+    const std::string floor_name = bulk_floor(r.container);
     const Result* floor = find(rs, "bulk", floor_name, "int", r.size);
     const bool is_floor = r.container == floor_name;
     fmt::print(
@@ -170,6 +161,13 @@ std::vector<std::string> bulk_operation_names() {
   for (const BulkOp& op : kBulkOps)
     names.emplace_back(op.name);
   return names;
+}
+
+std::string bulk_floor(std::string_view op) {
+  for (const BulkOp& b : kBulkOps) {
+    if (op == b.name) return b.floor;
+  }
+  return "";
 }
 
 }  // namespace reservoir::bench::tour

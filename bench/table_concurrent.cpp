@@ -27,21 +27,16 @@ void run_concurrent(const Config& cfg, const char* table, std::vector<Result>& o
     for (const std::string& c : containers) {
       Result r(table, c, "int", n);
       r.threads = threads;
-      if (std::string why = skip_reason(rb::Container::vector, rb::Type::int_, n, cfg.granule);
-          !why.empty()) {
-        r.status = why;
-      }
+      r.status = skip_reason(rb::Container::vector, rb::Type::int_, n, cfg.granule);
+      if (r.status.empty()) r.status = "ok";
       cells.push_back(std::move(r));
     }
-    for (int rep = 0; rep < cfg.reps; ++rep) {
-      for (Result& r : cells) {
-        if (r.status != "ok") continue;
-        progress.show(fmt::format("{}: {} threads rep {}/{} {}", table, threads, rep + 1, cfg.reps,
-                                  r.container));
-        auto f = run_cell(cfg, table, r.container, "int", n, threads, &r.status);
-        if (r.status == "ok") r.samples.push_back(std::stod(f["seconds"]));
-      }
-    }
+    run_reps(cfg, cells, [&](Result& r, int rep) {
+      progress.show(fmt::format("{}: {} threads rep {}/{} {}", table, threads, rep + 1, cfg.reps,
+                                r.container));
+      auto f = run_cell(cfg, table, r.container, "int", n, threads, &r.status);
+      if (r.status == "ok") r.samples.push_back(std::stod(f["seconds"]));
+    });
     for (Result& r : cells) {
       summarize(r, n);
       out.push_back(std::move(r));

@@ -116,6 +116,17 @@ inline constexpr double kTimeResolution = 1e-6;
 // tens to hundreds of KiB between runs): the memory tables print "below resolution" for it.
 inline constexpr std::uint64_t kPeakResolution = std::uint64_t{256} << 10;
 
+// Every repetition of the cells still "ok", interleaved (each repetition runs every contender
+// once, so that drift hits all alike): each(cell, rep).
+template <class Each>
+void run_reps(const Config& cfg, std::vector<Result>& cells, Each each) {
+  for (int rep = 0; rep < cfg.reps; ++rep) {
+    for (Result& r : cells) {
+      if (r.status == "ok") each(r, rep);
+    }
+  }
+}
+
 // The median of samples (0 if none).
 double median(std::vector<double> samples);
 // Median, min and max of the repetitions, and elements per second.
@@ -226,6 +237,8 @@ extern const Table kMemoryTable, kThroughputTable, kLatencyTable, kConcurrentTab
     kTimelineTable, kMixedTable, kManyArraysTable, kBulkTable;
 // The bulk table's operations and floors, in its order (for --help).
 std::vector<std::string> bulk_operation_names();
+// The floor (memset or memcpy) a bulk operation is measured against; "" for an unknown name.
+std::string bulk_floor(std::string_view op);
 // The bulk table's child: one operation on n ints, "ok seconds=COLD warm=WARM".
 std::string bulk_child(std::string_view op, std::uint64_t n);
 

@@ -145,6 +145,13 @@ double median(std::vector<double> s) {
 
 void summarize(Result& r, std::uint64_t n) {
   if (r.status != "ok" || r.samples.empty()) return;
+  // A time that is not a finite non-negative number is a failed measurement, never a result: the
+  // result files hold finite numbers only.
+  if (!std::all_of(r.samples.begin(), r.samples.end(),
+                   [](double s) { return std::isfinite(s) && s >= 0; })) {
+    r.status = "error: a repetition's time is not a finite number";
+    return;
+  }
   r.seconds = median(r.samples);
   r.seconds_min = *std::min_element(r.samples.begin(), r.samples.end());
   r.seconds_max = *std::max_element(r.samples.begin(), r.samples.end());

@@ -49,14 +49,29 @@ int child_main(int argc, char** argv) {
     return 2;
   }
   const std::string table = argv[2];
+  // The cell ends with the bench that started it, however the bench ends.
+  if (const std::error_code ec = rb::watch_parent()) {
+    std::printf("error cannot watch the bench: %s\n", pal::describe(ec).c_str());
+    return 3;
+  }
   // The cell budget: a child that outlives it ends (SIGALRM, or kTimedOutExitCode on Windows),
   // and the parent reports the timeout.
   if (const char* budget = std::getenv("RESERVOIR_BENCH_CELL_BUDGET"))
     rb::end_after(std::strtod(budget, nullptr));
   // RESERVOIR_BENCH_HANG_CELL=TABLE/CONTAINER: that cell never ends, as a hung one would (the
   // tests check that the budget ends it on every OS and the run reports it).
+  // With RESERVOIR_BENCH_HANG_PID_FILE=PATH the hung cell writes its process id and a newline
+  // there first (the tests check that it ends with the bench).
   if (const char* hang = std::getenv("RESERVOIR_BENCH_HANG_CELL");
       hang && table + "/" + argv[3] == hang) {
+    if (const char* pid_file = std::getenv("RESERVOIR_BENCH_HANG_PID_FILE")) {
+      std::FILE* f = std::fopen(pid_file, "w");
+      if (f == nullptr || std::fprintf(f, "%ld\n", rb::this_process_id()) < 0 ||
+          std::fclose(f) != 0) {
+        std::printf("error cannot write %s\n", pid_file);
+        return 3;
+      }
+    }
     for (;;)
       std::this_thread::sleep_for(std::chrono::seconds(1));
   }

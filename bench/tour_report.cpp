@@ -398,14 +398,16 @@ std::string write_markdown(const std::string& path, const Config& cfg, const Con
   f << "\n## Throughput (median; min..max; vs std::vector)\n\n"
        "| type | size | container | median | min..max | Melem/s | vs vector |\n"
        "|---|---|---|---|---|---|---|\n";
+  // A row's first cells, "| type | size | container | ", and the status for a cell that did not
+  // run: true if the row goes on.
+  auto row_start = [&f](const Result& r, const std::string& size) {
+    f << "| " << r.type << " | " << size << " | " << r.container << " | ";
+    if (r.status != "ok") f << r.status << " | | | |\n";
+    return r.status == "ok";
+  };
   for (const Result& r : rs) {
-    if (r.table != "throughput") continue;
+    if (r.table != "throughput" || !row_start(r, rb::format_count(r.size))) continue;
     const Result* base = find(rs, "throughput", "vector", r.type, r.size);
-    f << "| " << r.type << " | " << rb::format_count(r.size) << " | " << r.container << " | ";
-    if (r.status != "ok") {
-      f << r.status << " | | | |\n";
-      continue;
-    }
     f << format_seconds(r.seconds) << " | " << format_seconds(r.seconds_min) << ".."
       << format_seconds(r.seconds_max) << " | " << fmt::format("{:.1f}", r.eps / 1e6) << " | "
       << (r.container != "vector" ? speed_ratio(base, r) : "-") << " |\n";
@@ -440,13 +442,8 @@ std::string write_markdown(const std::string& path, const Config& cfg, const Con
        "| type | iterations | container | total | min..max | vs vector | peak |\n"
        "|---|---|---|---|---|---|---|\n";
   for (const Result& r : rs) {
-    if (r.table != "mixed") continue;
+    if (r.table != "mixed" || !row_start(r, std::to_string(r.size))) continue;
     const Result* base = find(rs, "mixed", "vector", r.type, r.size);
-    f << "| " << r.type << " | " << r.size << " | " << r.container << " | ";
-    if (r.status != "ok") {
-      f << r.status << " | | | |\n";
-      continue;
-    }
     f << format_seconds(r.seconds) << (r.unstable ? " ?" : "") << " | "
       << format_seconds(r.seconds_min) << ".." << format_seconds(r.seconds_max) << " | "
       << (r.container != "vector" ? speed_ratio(base, r) : "-") << " | "

@@ -62,39 +62,18 @@ inline constexpr Container kAllContainers[] = {
     Container::vector_populate, Container::floor,     Container::floor_huge};
 inline constexpr Type kAllTypes[] = {Type::int_, Type::unique_ptr, Type::string};
 
+// The names the options and the result files use, in the enums' order.
 inline const char* name(Container c) {
-  switch (c) {
-    case Container::dynarray:
-      return "dynarray";
-    case Container::vector:
-      return "vector";
-    case Container::vector_reserve:
-      return "vector_reserve";
-    case Container::deque:
-      return "deque";
-    case Container::pmr_arena:
-      return "pmr_arena";
-    case Container::pmr_monotonic:
-      return "pmr_monotonic";
-    case Container::vector_populate:
-      return "vector_populate";
-    case Container::floor:
-      return "floor";
-    case Container::floor_huge:
-      return "floor_huge";
-  }
-  return "?";
+  constexpr const char* kNames[] = {"dynarray",        "vector",    "vector_reserve",
+                                    "deque",           "pmr_arena", "pmr_monotonic",
+                                    "vector_populate", "floor",     "floor_huge"};
+  const auto i = static_cast<std::size_t>(c);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 inline const char* name(Type t) {
-  switch (t) {
-    case Type::int_:
-      return "int";
-    case Type::unique_ptr:
-      return "unique_ptr";
-    case Type::string:
-      return "string";
-  }
-  return "?";
+  constexpr const char* kNames[] = {"int", "unique_ptr", "string"};
+  const auto i = static_cast<std::size_t>(t);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 template <class E, std::size_t N>
 std::optional<E> parse_enum(std::string_view text, const E (&all)[N]) {
@@ -247,24 +226,16 @@ double build(Container c, std::uint64_t n, const ArenaOptions& options, std::uin
 
 // ---- concurrent appends: `threads` threads append n ints in total -------------------------------
 
+inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray",
+                                                        "concurrent_dynarray_writer",
+                                                        "concurrent_dynarray_bulk",
+                                                        "concurrent_dynarray_readers",
+                                                        "vector_mutex",
+                                                        "deque_mutex",
 #if defined(RESERVOIR_BENCH_HAVE_TBB)
-inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray",
-                                                        "concurrent_dynarray_writer",
-                                                        "concurrent_dynarray_bulk",
-                                                        "concurrent_dynarray_readers",
-                                                        "vector_mutex",
-                                                        "deque_mutex",
                                                         "tbb_concurrent_vector",
-                                                        "claim_floor"};
-#else
-inline constexpr const char* kConcurrentContainers[] = {"concurrent_dynarray",
-                                                        "concurrent_dynarray_writer",
-                                                        "concurrent_dynarray_bulk",
-                                                        "concurrent_dynarray_readers",
-                                                        "vector_mutex",
-                                                        "deque_mutex",
-                                                        "claim_floor"};
 #endif
+                                                        "claim_floor"};
 
 // --pin: the concurrent tables pin thread t to CPU t (mod the CPU count), so thread placement
 // does not vary between repetitions. Passed to the cells' child processes in the environment.

@@ -1,16 +1,16 @@
-# Test and bench dependencies: doctest, fmt, CLI11.
+# Test and bench dependencies: doctest, fmt, CLI11, nlohmann-json (the bench's JSON files).
 #
 # 1. RESERVOIR_HEADER_ONLY_DEPS=<dir>: use the headers found under <dir> (e.g. Debian's
 #    /usr/include) header-only, copied into the build tree so that a cross build (MinGW) never puts
 #    the host's include directory on its include path.
-# 2. Otherwise find_package (Debian: doctest-dev libfmt-dev libcli11-dev).
+# 2. Otherwise find_package (Debian: doctest-dev libfmt-dev libcli11-dev nlohmann-json3-dev).
 # 3. Otherwise a pinned FetchContent download.
 include(FetchContent)
-set(RESERVOIR_HEADER_ONLY_DEPS "" CACHE PATH "Use doctest/fmt/CLI11 headers from this directory")
+set(RESERVOIR_HEADER_ONLY_DEPS "" CACHE PATH "Use doctest/fmt/CLI11/nlohmann headers from this directory")
 
 if(RESERVOIR_HEADER_ONLY_DEPS)
   set(_deps_inc "${CMAKE_BINARY_DIR}/_deps_headers")
-  foreach(_dir doctest fmt CLI)
+  foreach(_dir doctest fmt CLI nlohmann)
     if(NOT EXISTS "${RESERVOIR_HEADER_ONLY_DEPS}/${_dir}")
       message(FATAL_ERROR "RESERVOIR_HEADER_ONLY_DEPS: ${RESERVOIR_HEADER_ONLY_DEPS}/${_dir} not found")
     endif()
@@ -26,6 +26,9 @@ if(RESERVOIR_HEADER_ONLY_DEPS)
   add_library(reservoir_dep_cli11 INTERFACE)
   target_include_directories(reservoir_dep_cli11 SYSTEM INTERFACE "${_deps_inc}")
   add_library(CLI11::CLI11 ALIAS reservoir_dep_cli11)
+  add_library(reservoir_dep_nlohmann_json INTERFACE)
+  target_include_directories(reservoir_dep_nlohmann_json SYSTEM INTERFACE "${_deps_inc}")
+  add_library(nlohmann_json::nlohmann_json ALIAS reservoir_dep_nlohmann_json)
   return()
 endif()
 
@@ -54,5 +57,12 @@ if(RESERVOIR_BUILD_BENCH OR RESERVOIR_BUILD_TESTS)
     FetchContent_Declare(CLI11 GIT_REPOSITORY https://github.com/CLIUtils/CLI11.git
       GIT_TAG v2.3.2 GIT_SHALLOW TRUE)
     FetchContent_MakeAvailable(CLI11)
+  endif()
+  find_package(nlohmann_json 3 CONFIG QUIET)
+  if(NOT TARGET nlohmann_json::nlohmann_json)
+    message(STATUS "reservoir: nlohmann-json not installed; fetching nlohmann-json v3.11.2")
+    FetchContent_Declare(nlohmann_json GIT_REPOSITORY https://github.com/nlohmann/json.git
+      GIT_TAG v3.11.2 GIT_SHALLOW TRUE)
+    FetchContent_MakeAvailable(nlohmann_json)
   endif()
 endif()

@@ -30,7 +30,7 @@ zig=0
 for g in "${groups[@]}"; do
   case "$g" in
     base) want+=(cmake ninja-build g++ ccache git pkg-config doctest-dev libfmt-dev libcli11-dev
-                 libtbb-dev) ;;
+                 libtbb-dev nlohmann-json3-dev) ;;
     clang) want+=(clang libclang-rt-14-dev) ;;
     libcxx) want+=(clang libc++-14-dev libc++abi-14-dev doctest-dev libfmt-dev libcli11-dev) ;;
     fuzz) want+=(clang libclang-rt-14-dev) ;;
@@ -98,7 +98,26 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
+# Another apt-get or dpkg (unattended upgrades on a CI machine) may hold the package locks: wait
+# for them up to ten minutes instead of failing at once. DPkg::Lock::Timeout (apt 1.9.11 and
+# later) covers dpkg's locks, which install takes; update takes the package lists' lock, which
+# apt (2.6 too) does not wait for: apt_update tries again while that lock is held.
+apt_wait=(-o DPkg::Lock::Timeout=600)
+apt_update() {
+  local deadline=$((SECONDS + 600)) err
+  while :; do
+    if err=$($sudo env LC_ALL=C apt-get "${apt_wait[@]}" update -qq 2>&1); then
+      [ -z "$err" ] || printf '%s\n' "$err" >&2
+      return 0
+    fi
+    if [[ $err != *"Could not get lock"* ]] || [ $SECONDS -ge $deadline ]; then
+      printf '%s\n' "$err" >&2
+      return 1
+    fi
+    sleep 5
+  done
+}
 echo "install-deps.sh: installing ${missing[*]}" >&2
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt_update
+DEBIAN_FRONTEND=noninteractive $sudo apt-get "${apt_wait[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 finish

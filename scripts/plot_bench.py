@@ -12,10 +12,14 @@ import json
 import os
 import sys
 
-import matplotlib
+try:
+    import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: E402
+except ImportError as e:
+    sys.exit(f"plot_bench.py needs matplotlib ({e}): install it with scripts/install-deps.sh plot "
+             "(Debian's python3-matplotlib)")
 
 COLORS = {"dynarray": "#1b9e77", "vector": "#d95f02", "vector_reserve": "#7570b3", "deque": "#e7298a",
           "vector_populate": "#66a61e", "floor": "#666666"}

@@ -87,7 +87,15 @@ int main(int argc, char** argv) {
   // valgrind puts the stack low, so the automatic address-space budget (from the stack's address)
   // would be tiny: give default reservations the budget they have natively.
   if (test::under_valgrind()) reservoir::set_address_space_budget(std::size_t{1} << 46);
-  if (argc == 3 && std::string_view(argv[1]) == "--child") return test::run_child_main(argv[2]);
+  if (argc == 3 && std::string_view(argv[1]) == "--child") {
+    // A child ends with its parent, the test program, however that one ends.
+    if (const std::error_code ec = reservoir::process::watch_parent()) {
+      std::fprintf(stderr, "child %s: cannot watch its parent: %s\n", argv[2],
+                   ec.message().c_str());
+      return 97;
+    }
+    return test::run_child_main(argv[2]);
+  }
   doctest::Context context(argc, argv);
   return context.run();
 }

@@ -24,6 +24,7 @@
 #include <reservoir/pal.hpp>
 
 #include "pal_testing.hpp"
+#include "process.hpp"
 
 // AddressSanitizer maps one shadow byte per 8 bytes of memory the program writes, so RSS rises by
 // an eighth more than the data.
@@ -64,27 +65,12 @@ namespace test {
 
 inline constexpr std::size_t kMiB = std::size_t{1} << 20;
 
-// A child process's end and output (support_process.cpp runs the children).
-struct ProcessResult {
-  bool exited = false;          // ended by returning from main / exit()
-  int exit_code = 0;            // valid if exited
-  int signal = 0;               // POSIX: the signal that killed it; Windows: 0
-  std::uint32_t exception = 0;  // Windows: the NTSTATUS it died of (0xC0000005 access violation)
-  std::string output;           // everything it wrote to stdout
-};
-
-// What to execute to start another copy of this test program (on Linux "/proc/self/exe", the
-// running image even if its file was replaced since, unless that is valgrind's tool). Empty if
-// the OS will not tell.
-std::string self_reexec_path();
-
-// Runs `path` with `args` (argv[1..]), captures its stdout, waits for it; stderr is inherited.
-// An OS failure is its errno (POSIX) or GetLastError() (Windows).
-std::error_code run_process(const std::string& path, const std::vector<std::string>& args,
-                            ProcessResult* out);
-
-// True when the Windows build runs under Wine rather than Windows.
-bool under_wine();
+// Child processes and this program's path, from the process layer the bench shares
+// (tests/process/process.hpp).
+using reservoir::process::ProcessResult;
+using reservoir::process::run_process;
+using reservoir::process::self_reexec_path;
+using reservoir::process::under_wine;
 
 // True when the program runs under valgrind (its preload library is in LD_PRELOAD).
 inline bool under_valgrind() {
@@ -132,19 +118,7 @@ inline const char* rss_unmeasurable() {
 // A "Key: N kB" line of /proc/self/status (VmRSS, VmSize, ...) in KiB, or 0 where /proc does not
 // tell (other OSes).
 inline std::size_t proc_status_kib(const char* key) {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return 0;
-  char line[256];
-  std::size_t kib = 0;
-  const std::size_t key_len = std::strlen(key);
-  while (std::fgets(line, sizeof line, f)) {
-    if (std::strncmp(line, key, key_len) == 0 && line[key_len] == ':' &&
-        std::sscanf(line + key_len + 1, " %zu kB", &kib) == 1) {
-      break;
-    }
-  }
-  std::fclose(f);
-  return kib;
+  return reservoir::process::proc_kib_line("/proc/self/status", key) / 1024;
 }
 
 // A fresh directory under the system's temporary directory, removed with all it holds when this

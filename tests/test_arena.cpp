@@ -553,6 +553,10 @@ TEST_SUITE("arena") {
     CHECK(in_force.reuse_reservation == o.reuse_reservation);
     CHECK(in_force.respect_memory_limit == o.respect_memory_limit);
     CHECK(a.commit_granule() == in_force.commit_granule);
+    // Any granule is rounded up to whole pages, never refused for it (docs/api.md): 3 is a page.
+    ArenaOptions three;
+    three.commit_granule = 3;
+    CHECK(Arena(kMiB, three).commit_granule() == pal::page_size());
     // A granule of more than 2^32 units of 4 KiB does not fit the packed word.
     if constexpr (sizeof(void*) == 8) {
       ArenaOptions huge;

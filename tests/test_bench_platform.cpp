@@ -1,8 +1,15 @@
-// Tests of bench/platform.hpp: the process statistics and child processes the bench relies on.
+// Tests of bench/platform.hpp and of the process layer under it (tests/process/process.hpp): the
+// process statistics and child processes the bench relies on.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
+
+#if !defined(_WIN32)
+#include <signal.h>
+#endif
 
 #include <reservoir/pal.hpp>
 
@@ -11,10 +18,16 @@
 
 namespace pal = reservoir::pal;
 namespace rb = reservoir::bench;
+namespace rp = reservoir::process;
 
 RESERVOIR_CHILD("bench_platform.echo") {
   std::fputs("hello from the child", stdout);
   return 7;
+}
+
+RESERVOIR_CHILD("bench_platform.hang") {
+  for (;;)
+    std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 TEST_SUITE("bench") {
@@ -49,5 +62,30 @@ TEST_SUITE("bench") {
     CHECK(r.exited);
     CHECK(r.exit_code == 7);
     CHECK(r.output == "hello from the child");
+  }
+
+  TEST_CASE(
+      "a killed child is collected with how it ended; a program that is not there is an error") {
+    rp::Child child;
+    REQUIRE_FALSE(child.start(rb::self_reexec_path(), {"--child", "bench_platform.hang"}));
+    const long id = child.id();
+    CHECK(id > 0);
+    CHECK(rp::process_running(id));
+    CHECK(child.start(rb::self_reexec_path(), {}));  // one process per Child
+    REQUIRE_FALSE(child.kill());
+    rb::ProcessResult r;
+    REQUIRE_FALSE(child.wait(&r));
+    CHECK(child.id() == 0);
+#if defined(_WIN32)
+    CHECK(r.exited);
+    CHECK(r.exit_code == 1);
+#else
+    CHECK_FALSE(r.exited);
+    CHECK(r.signal == SIGKILL);
+#endif
+    CHECK_FALSE(rp::process_running(id));
+    CHECK(child.wait(&r));  // nothing left to wait for
+    rb::ProcessResult none;
+    CHECK(rb::run_process(rb::self_executable_path() + ".no-such-program", {}, &none));
   }
 }

@@ -15,6 +15,7 @@
 #include <ranges>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <reservoir/dynarray.hpp>
@@ -136,6 +137,12 @@ RESERVOIR_CHILD("annotations.odd_size_reuse") {
 #endif
 
 }  // namespace
+
+// A checked DynArray is reservoir::DynArray, declared in the inline namespace that gives it its
+// own symbols (docs/debugging.md: the name sanitizer reports show).
+static_assert(
+    std::is_same_v<reservoir::DynArray<int>, reservoir::checked_iterators::DynArray<int>>);
+static_assert(!std::is_same_v<reservoir::DynArray<int>::iterator, int*>);
 
 TEST_SUITE("dynarray") {
   TEST_CASE("iterators: --end(), arithmetic, comparisons, conversions, as std::vector's") {

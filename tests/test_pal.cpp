@@ -1,6 +1,7 @@
 // Tests of <reservoir/pal.hpp>: the OS layer, its errors, its statistics, its failure seam.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -88,6 +89,43 @@ TEST_SUITE("pal") {
     pal::testing::set_transparent_huge_pages(-1);
     CHECK(pal::host_reclaims_free_pages() == reporting);
   }
+
+#if defined(__linux__)
+  TEST_CASE("the machine's memory and the resident set are read from /proc") {
+    // An independent reading of the "Key:   123 kB" lines pal reads (every Linux build).
+    auto kib = [](const char* path, const std::string& key) {
+      std::ifstream f(path);
+      std::string line;
+      while (std::getline(f, line)) {
+        if (line.compare(0, key.size() + 1, key + ":") == 0) {
+          return std::stoull(line.substr(key.size() + 1)) * 1024;
+        }
+      }
+      return 0ull;
+    };
+    pal::MachineMemory m;
+    REQUIRE(pal::machine_memory(&m));
+    // Totals do not change while the test runs; what is free does.
+    CHECK(m.total == kib("/proc/meminfo", "MemTotal"));
+    CHECK(m.total > 0);
+    CHECK(m.swap_total == kib("/proc/meminfo", "SwapTotal"));
+    CHECK(m.available > 0);
+    CHECK(m.available <= m.total);
+    CHECK(m.swap_free <= m.swap_total);
+    std::ifstream overcommit("/proc/sys/vm/overcommit_memory");
+    int mode = -1;
+    if (overcommit >> mode) {
+      CHECK(m.overcommit == mode);
+    }
+    // The resident set: between two independent readings, give or take the pages in between.
+    const std::size_t before = kib("/proc/self/status", "VmRSS");
+    const std::size_t rss = pal::current_rss();
+    const std::size_t after = kib("/proc/self/status", "VmRSS");
+    CHECK(rss > 0);
+    CHECK(rss + 4 * kMiB >= std::min(before, after));
+    CHECK(rss <= std::max(before, after) + 4 * kMiB);
+  }
+#endif
 
   TEST_CASE("page size and allocation granularity come from the OS") {
     const std::size_t page = pal::page_size();
@@ -282,6 +320,36 @@ TEST_SUITE("pal") {
       CHECK(pal::process_barrier() == pal::testing::out_of_memory_error());
     }
     CHECK(pal::process_barrier_supported() == supported);  // the registration is kept
+  }
+
+  TEST_CASE("a thread key runs its exit function at a thread's end until it is deleted") {
+    static std::atomic<int> ended{0};
+    const auto on_exit = [](void*) { ended.fetch_add(1); };
+    pal::ThreadKey key;
+    REQUIRE(!pal::create_thread_key(on_exit, &key));
+    static int value = 0;
+    ended = 0;
+    std::thread([&] { REQUIRE(!pal::set_thread_value(key, &value)); }).join();
+    CHECK(ended.load() == 1);
+    // A thread that set its value before the key was deleted, and ends after: nothing runs (what
+    // code that is unloaded needs of its keys).
+    std::atomic<bool> set{false};
+    std::atomic<bool> deleted{false};
+    std::thread late([&] {
+      REQUIRE(!pal::set_thread_value(key, &value));
+      set = true;
+      while (!deleted)
+        std::this_thread::yield();
+    });
+    while (!set)
+      std::this_thread::yield();
+    const int before = ended.load();  // Windows: FlsFree may run it here, for the late thread
+    CHECK(!pal::delete_thread_key(key));
+    const int at_delete = ended.load();
+    CHECK(at_delete - before <= 1);
+    deleted = true;
+    late.join();
+    CHECK(ended.load() == at_delete);
   }
 
   TEST_CASE("prefault backs committed pages or says it cannot") {

@@ -120,6 +120,40 @@ RESERVOIR_CHILD("process.fork_during_first_os_answers") {
   return r;
 }
 
+// Destroyed after the library's teardown (this file is initialized before the library's own), by
+// the exit of the child below: its slot, taken after the teardown's caches are gone, goes back to
+// the OS. Empty until that child fills it, so no other run reserves anything for it.
+DynArray<int> g_destroyed_after_teardown;
+
+// Returns from main (so the process exits: static destructors, the library's teardown among them)
+// while three threads create, fill and destroy arrays of every kind: they go on using the library
+// during and after the teardown, and the process must still exit with 0.
+RESERVOIR_CHILD("process.exit_while_threads_use_arrays") {
+  for (int i = 0; i < 1000; ++i)
+    g_destroyed_after_teardown.push_back(i);
+  for (int t = 0; t < 3; ++t) {
+    std::thread([t] {
+      for (;;) {
+        DynArray<int> a;
+        for (int i = 0; i < 100 + t * 500; ++i)
+          a.push_back(i);
+        DynArray<int> b(reservoir::max_elements(1 << 12));
+        b.push_back(t);
+        DynArray<int> tiny(reservoir::max_elements(64 << t));
+        tiny.push_back(t);
+        DynArray<long long> own(reservoir::max_elements(std::size_t{1} << 22));
+        own.push_back(t);
+        reservoir::ConcurrentDynArray<int> c(reservoir::max_elements(1 << 12));
+        c.push_back(t);
+      }
+    }).detach();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::printf("returning\n");
+  std::fflush(stdout);
+  return 0;
+}
+
 RESERVOIR_CHILD("process.fork_while_threads_churn") {
   constexpr int kForks = 200, kThreads = 3;
   std::atomic<bool> stop{false};
@@ -264,6 +298,21 @@ TEST_SUITE("threads") {
     CHECK(r.exited);
     CHECK(r.exit_code == 0);
     CHECK(r.output.find("hangs 0,") != std::string::npos);
+  }
+
+  TEST_CASE(
+      "the process exits while threads use arrays: the teardown at exit leaves them working") {
+    // The library's teardown (it runs at unload and at exit) turns its caches off and deletes its
+    // thread key while those threads run; every run must exit with 0.
+    int failed = 0;
+    for (int run = 0; run < 10; ++run) {
+      const test::ProcessResult r = test::run_child("process.exit_while_threads_use_arrays");
+      if (!r.exited || r.exit_code != 0 || r.output.find("returning") == std::string::npos) {
+        MESSAGE(test::describe(r) << ": " << r.output);
+        ++failed;
+      }
+    }
+    CHECK(failed == 0);
   }
 
   TEST_CASE("fork while another thread asks the OS its first questions: the child is answered") {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <new>
 
 #include "memory_limit.hpp"
 
@@ -41,7 +42,9 @@ struct LimitState {
 };
 
 LimitState& limit_state() {
-  static LimitState* const s = new LimitState;  // never destroyed, as the parked list
+  // Never destroyed, as the parked list, and in static storage as it is.
+  alignas(LimitState) static std::byte storage[sizeof(LimitState)];
+  static LimitState* const s = ::new (storage) LimitState;
   return *s;
 }
 

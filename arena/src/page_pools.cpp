@@ -60,6 +60,16 @@ std::size_t decommit_beyond(std::byte* base, std::size_t keep, std::size_t commi
   return keep;
 }
 
+// Releases every chunk of class k none of whose slots is in use; a class left with none gives its
+// bookkeeping's heap memory back too. With the pools' lock held.
+void release_idle_chunks(SizeClass& sc, std::size_t k) noexcept {
+  release_unused_chunks(sc, k);
+  if (sc.chunks.empty()) {
+    std::vector<Chunk>().swap(sc.chunks);
+    std::vector<FreeSlot>().swap(sc.free);
+  }
+}
+
 // Parks a slot of class k with `committed` bytes committed: at most kPoolKeepPerSlot of them,
 // and none once the resident limit is reached (`own` and `keep_all` as above).
 void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, bool open,
@@ -79,6 +89,9 @@ void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, 
   size_classes()[k].free.push_back(FreeSlot{base, now, open, guarded});
   p.resident += now;
   if (is_large(k)) count_pool_spare(stride_of(k), true);
+  // With the pools off (after the library's teardown, provider.cpp), the chunk goes back to the
+  // OS as soon as no arena holds a slot of it: nothing would trim it later.
+  if (!p.enabled.load(std::memory_order_relaxed)) release_idle_chunks(size_classes()[k], k);
   p.note_resident();
 }
 
@@ -225,7 +238,7 @@ std::size_t trim_page_pools() noexcept {
       s.committed = now;
     }
     // 2. A chunk none of whose slots is in use goes back to the OS.
-    release_unused_chunks(sc, k);
+    release_idle_chunks(sc, k);
   }
   return released;
 }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <new>
 #include <utility>
 
 #include "address_space.hpp"
@@ -45,7 +46,9 @@ struct ParkedList {
 ParkedList& list() noexcept {
   // Never destroyed: an arena in a static object may be destroyed after any function-local static
   // and must still find it. What it holds at exit goes back with the process.
-  static ParkedList* const l = new ParkedList;
+  // In static storage, so that it goes with the library when a shared object is unloaded.
+  alignas(ParkedList) static std::byte storage[sizeof(ParkedList)];
+  static ParkedList* const l = ::new (storage) ParkedList;
   return *l;
 }
 
@@ -143,6 +146,13 @@ std::size_t parked_count() noexcept {
 
 void set_parked_limit(std::size_t entries) noexcept {
   list().limit.store(entries, std::memory_order_relaxed);
+}
+
+bool parked_lock_free() noexcept {
+  ParkedList& l = list();
+  if (!l.mutex.try_lock()) return false;
+  l.mutex.unlock();
+  return true;
 }
 
 void parked_lock_for_fork() noexcept {

@@ -32,6 +32,8 @@ void drop_parked(const Parked& p) noexcept;
 // The number of parked reservations (every thread's cache and the list), and its limit.
 std::size_t parked_count() noexcept;
 void set_parked_limit(std::size_t entries) noexcept;
+// Whether the list's lock is free now (taken and let go at once).
+bool parked_lock_free() noexcept;
 // fork(): the list's lock is held across it; in the child the counts are taken again from what
 // is left (the list, and `mine`: the forking thread's cache), since claims made by vanished
 // threads will never complete.

@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
 
 #include <reservoir/pal.hpp>
 
@@ -166,11 +167,12 @@ std::size_t next_chunk(std::size_t k, std::size_t now) noexcept {
 
 SizeClass* size_classes() noexcept {
   // Never destroyed: an arena in a static object may be destroyed after any function-local static.
+  // In static storage, so that it goes with the library when a shared object is unloaded.
+  alignas(SizeClass) static std::byte storage[sizeof(SizeClass) * kClasses];
   static SizeClass* const c = [] {
-    auto* r = new SizeClass[kClasses];
     for (std::size_t k = 0; k < kClasses; ++k)
-      r[k].next_chunk_size = first_chunk(k);
-    return r;
+      (::new (storage + k * sizeof(SizeClass)) SizeClass{})->next_chunk_size = first_chunk(k);
+    return std::launder(reinterpret_cast<SizeClass*>(storage));
   }();
   return c;
 }

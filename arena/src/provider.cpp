@@ -72,6 +72,47 @@ bool fork_handlers_registered() noexcept {
 // Made before main, while no other thread runs (see thread_registry.cpp).
 [[maybe_unused]] const bool g_made_before_main = fork_handlers_registered();
 
+// The library's teardown, when a shared object that links it is unloaded or the process exits
+// (the destructor of a static object of the library's). The thread key is deleted, so a thread
+// that ends afterwards calls nothing of the library's, which may be gone by then; everything no
+// live arena holds goes back to the OS: the threads' cached slots and parked reservations, the
+// parked list, idle chunks and runs. Caching is turned off first, so whatever an arena destroyed
+// afterwards gives back (a static object of another translation unit, destroyed later) goes back
+// to the OS at once, the last slot of a chunk with the chunk. Arrays keep working afterwards,
+// without caches or pools: safe for other threads and static objects still using them at exit.
+// The fork handlers are not undone: the C library drops those of an unloaded object (glibc does;
+// docs/guarantees.md).
+//
+// At process exit a Windows DLL's static objects are destroyed after the OS stopped the other
+// threads, wherever they were: one may hold a lock of the sources for good. So the teardown takes
+// no lock it has not found free: if one is held, nothing is done (the process is ending; the
+// unload this is for has no thread inside the library).
+bool sources_locks_free() noexcept {
+  PoolState& p = pool_state();
+  if (!p.mutex.try_lock()) return false;
+  p.mutex.unlock();
+  return parked_lock_free();
+}
+
+struct TearDownAtUnload {
+  TearDownAtUnload() = default;
+  TearDownAtUnload(const TearDownAtUnload&) = delete;
+  TearDownAtUnload& operator=(const TearDownAtUnload&) = delete;
+  ~TearDownAtUnload() {
+    if (!sources_locks_free()) return;
+    set_parked_limit(0);
+    PoolState& p = pool_state();
+    p.resident_limit.store(0, std::memory_order_relaxed);
+    p.enabled.store(false, std::memory_order_relaxed);
+    if (!registry_tear_down()) return;
+    clear_reservation_cache();
+    (void)trim_pools();
+  }
+};
+// Constructed after the state above (the function-local statics it reaches are made before it
+// or never destroyed), so destroyed after every static object made later.
+const TearDownAtUnload g_tear_down_at_unload;
+
 // Parked reservations hold address space only for reuse: a new arena needs it more. True if
 // there were any to free (then the caller tries once more).
 bool free_parked() noexcept {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -55,9 +56,15 @@ struct SubClass {
   std::byte* end = nullptr;      // that run's end
 };
 
-// The classes, guarded by pool_state().mutex. Never destroyed, as the pools' state.
+// The classes, guarded by pool_state().mutex. Never destroyed, as the pools' state, and in static
+// storage, so that they go with the library when a shared object is unloaded.
 SubClass* sub_classes() noexcept {
-  static SubClass* const c = new SubClass[kSubClasses];
+  alignas(SubClass) static std::byte storage[sizeof(SubClass) * kSubClasses];
+  static SubClass* const c = [] {
+    for (std::size_t k = 0; k < kSubClasses; ++k)
+      ::new (storage + k * sizeof(SubClass)) SubClass;
+    return std::launder(reinterpret_cast<SubClass*>(storage));
+  }();
   return c;
 }
 
@@ -171,6 +178,13 @@ std::size_t release_idle_runs(PoolState& p, SubClass& sc, std::size_t stride,
   return released;
 }
 
+// A class with no run left gives its bookkeeping's heap memory back. With the pools' lock held.
+void free_empty_bookkeeping(SubClass& sc) noexcept {
+  if (!sc.runs.empty()) return;
+  std::vector<Run>().swap(sc.runs);
+  std::vector<std::byte*>().swap(sc.free);
+}
+
 // Gives a sub-page slot back to its pool. `own`: the parked bytes in the calling thread's cache,
 // counted with the pools' against the resident limit. `keep_all`: for trim_pools, which releases
 // what is parked itself (and counts it).
@@ -186,11 +200,13 @@ void return_sub_slot_to_pool(std::byte* base, std::size_t slot_bytes, std::size_
   p.resident += stride;
   Run& r = run_of(sc, base);
   // The run being carved stays even when idle (trim_pools() releases it): releasing it would
-  // make an array created and destroyed in a loop map, populate and unmap a run every time.
-  const bool carving = sc.end == r.base + r.bytes;
+  // make an array created and destroyed in a loop map, populate and unmap a run every time. With
+  // the pools off (after the library's teardown, provider.cpp) it goes too: nothing would trim it.
+  const bool carving = sc.end == r.base + r.bytes && p.enabled.load(std::memory_order_relaxed);
   if (--r.in_use == 0 && !carving && !keep_all &&
       p.resident + own > p.resident_limit.load(std::memory_order_relaxed)) {
     release_idle_runs(p, sc, stride, &r);
+    if (!p.enabled.load(std::memory_order_relaxed)) free_empty_bookkeeping(sc);
   }
   p.note_resident();
 }
@@ -273,8 +289,11 @@ void return_cached_sub_slots(PoolCache& c, bool keep_all) noexcept {
 std::size_t trim_sub_page_runs() noexcept {
   PoolState& p = pool_state();
   std::size_t released = 0;
-  for (std::size_t k = 0; k < kSubClasses; ++k)
-    released += release_idle_runs(p, sub_classes()[k], kSubClassBytes[k] + kRedZone);
+  for (std::size_t k = 0; k < kSubClasses; ++k) {
+    SubClass& sc = sub_classes()[k];
+    released += release_idle_runs(p, sc, kSubClassBytes[k] + kRedZone);
+    free_empty_bookkeeping(sc);
+  }
   return released;
 }
 

@@ -4,9 +4,17 @@
 // thread's thread_local storage before it runs the destructors of the objects in it (see
 // pal.hpp), so a thread_local cache would be emptied and unlinked after it was freed, and another
 // thread's allocation could land in the middle of the registry.
+//
+// When the library is unloaded (a shared object that links it, dlclose'd) or the process exits,
+// registry_tear_down() deletes the key, so that no thread that ends later calls into code that may
+// be gone, and gives back what every cache holds. The entries of the first kStaticEntries threads
+// live in the library's own static storage, which goes with the library: a live thread's entry
+// cannot be freed then (its thread may still be inside an arena's call at process exit), and so
+// costs nothing after an unload.
 #include "thread_registry.hpp"
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -49,11 +57,51 @@ struct Registry {
   std::mutex mutex;
   ThreadEntry* threads = nullptr;       // every live thread's entry (intrusive list), by mutex
   std::atomic<std::size_t> retired{0};  // at least the entries of ended threads not yet reaped
+  std::uint64_t static_used = 0;        // which of g_static_entries are taken, by mutex
 };
 
+// Never destroyed, as the sources' state; in static storage, so that it goes with the library.
 Registry& registry() noexcept {
-  static Registry* const r = new Registry;  // never destroyed, as the sources' state
+  alignas(Registry) static std::byte storage[sizeof(Registry)];
+  static Registry* const r = ::new (storage) Registry;
   return *r;
+}
+
+// Set once by registry_tear_down(): no entry is made or reached from then on.
+std::atomic<bool> g_torn_down{false};
+
+constexpr std::size_t kStaticEntries = 64;  // the bits of Registry::static_used
+alignas(ThreadEntry) std::byte g_static_entries[kStaticEntries][sizeof(ThreadEntry)];
+
+bool is_static(const ThreadEntry* e) noexcept {
+  const auto at = reinterpret_cast<std::uintptr_t>(e);
+  const auto first = reinterpret_cast<std::uintptr_t>(&g_static_entries[0][0]);
+  return at >= first && at - first < sizeof g_static_entries;
+}
+
+// An entry from the static storage while it has room, else from the heap; nullptr if neither.
+// With the mutex held.
+ThreadEntry* new_entry(Registry& r) noexcept {
+  for (std::size_t i = 0; i < kStaticEntries; ++i) {
+    if ((r.static_used & (std::uint64_t{1} << i)) == 0) {
+      r.static_used |= std::uint64_t{1} << i;
+      return ::new (g_static_entries[i]) ThreadEntry;
+    }
+  }
+  return new (std::nothrow) ThreadEntry;
+}
+
+// With the mutex held.
+void free_entry(Registry& r, ThreadEntry* e) noexcept {
+  if (!is_static(e)) {
+    delete e;
+    return;
+  }
+  const auto i =
+      static_cast<std::size_t>(reinterpret_cast<std::byte*>(e) - &g_static_entries[0][0]) /
+      sizeof(ThreadEntry);
+  e->~ThreadEntry();
+  r.static_used &= ~(std::uint64_t{1} << i);
 }
 
 // Runs at the end of a thread that has an entry (the key's exit function). It takes no lock: on
@@ -73,7 +121,8 @@ char g_thread_ended;  // its address is the marker: never an entry
 void mark_thread_ended() noexcept;
 
 void retire_entry(void* p) noexcept {
-  if (p == &g_thread_ended) return;
+  // After the teardown (Windows: FlsFree runs this for every value left), nothing is reaped.
+  if (p == &g_thread_ended || g_torn_down.load(std::memory_order_acquire)) return;
   mark_thread_ended();
   registry().retired.fetch_add(1, std::memory_order_relaxed);
   static_cast<ThreadEntry*>(p)->retired.store(true, std::memory_order_release);
@@ -95,7 +144,7 @@ void reap_retired(Registry& r, bool keep_all_pool_slots = false) noexcept {
       r.retired.fetch_sub(1, std::memory_order_relaxed);
       s->return_pool_slots(keep_all_pool_slots);
       if (std::optional<Parked> p = s->take_parked()) adopt_parked(*p);
-      delete s;
+      free_entry(r, s);
     }
     s = next;
   }
@@ -123,20 +172,24 @@ void mark_thread_ended() noexcept {
 
 ThreadEntry* my_entry(bool create) noexcept {
   const ThreadKeyHolder& k = thread_key();
-  if (!k.ok) return nullptr;
+  // A thread that read g_torn_down just before the teardown (at process exit) reads a deleted key:
+  // glibc and Windows give nullptr for it (POSIX leaves it unspecified), and that thread goes on
+  // to the check under the lock below.
+  if (!k.ok || g_torn_down.load(std::memory_order_acquire)) return nullptr;
   void* const value = pal::thread_value(k.key);
   if (value == &g_thread_ended) return nullptr;
   auto* entry = static_cast<ThreadEntry*>(value);
   if (entry != nullptr || !create) return entry;
-  entry = new (std::nothrow) ThreadEntry;
-  if (entry == nullptr) return nullptr;
-  if (pal::set_thread_value(k.key, entry)) {
-    delete entry;
-    return nullptr;
-  }
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
+  if (g_torn_down.load(std::memory_order_relaxed)) return nullptr;  // the key is gone
   reap_retired(r);  // so the registry holds the live threads and those ended since the last reap
+  entry = new_entry(r);
+  if (entry == nullptr) return nullptr;
+  if (pal::set_thread_value(k.key, entry)) {
+    free_entry(r, entry);
+    return nullptr;
+  }
   entry->next = r.threads;
   if (entry->next) entry->next->prev = entry;
   r.threads = entry;
@@ -237,13 +290,42 @@ void registry_clean_up_in_child() noexcept {
         return_cached_page_slots(c, false);
         if (s->parked) adopt_parked(*s->parked);
       }
-      delete s;
+      free_entry(r, s);
     }
     s = next;
   }
   r.threads = mine;
   if (mine) mine->prev = mine->next = nullptr;
   r.retired.store(0, std::memory_order_relaxed);
+}
+
+bool registry_tear_down() noexcept {
+  Registry& r = registry();
+  std::unique_lock lock(r.mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
+  if (g_torn_down.exchange(true, std::memory_order_acq_rel)) return true;
+  const ThreadKeyHolder& k = thread_key();
+  // Deleted first: a thread that ends from now on runs nothing of ours (Windows runs retire_entry
+  // here for each value left, which does nothing now).
+  if (k.ok) (void)pal::delete_thread_key(k.key);  // refused: nothing else can be done
+  for (ThreadEntry* s = r.threads; s;) {
+    ThreadEntry* const next = s->next;
+    // A cache held busy by a thread that was stopped (see provider.cpp) stays as it is.
+    const bool emptied = !s->busy.test_and_set(std::memory_order_acquire);
+    if (emptied) {
+      s->unlock();
+      s->return_pool_slots(false);
+      if (std::optional<Parked> p = s->take_parked()) adopt_parked(*p);
+    }
+    // An ended thread's entry is freed. A live thread's stays as it is, empty: at process exit its
+    // thread may still hold it inside an arena's call (my_entry gives it out no more). One in
+    // static storage goes with the library; one on the heap is what an unload leaves.
+    if (emptied && s->retired.load(std::memory_order_acquire)) free_entry(r, s);
+    s = next;
+  }
+  r.threads = nullptr;
+  r.retired.store(0, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace reservoir::detail

@@ -36,6 +36,13 @@ std::size_t own_cached_spare() noexcept;
 // registry's lock and walks every thread: for the rare choice of a smaller tier, not for every
 // array.
 void reclaim_cached_spare() noexcept;
+// At unload or process exit (provider.cpp): deletes the thread key, so that a thread ending later
+// calls nothing of the library's, and gives every thread's cached slots and parked reservation
+// back to the pools and the shared list. From then on no thread has a cache (my_cache returns
+// nullptr). Once; later calls do nothing. False, with nothing done, if the registry's lock is held
+// (by a thread the OS stopped at process exit, which will never let it go); a cache held busy then
+// is left as it is.
+bool registry_tear_down() noexcept;
 // fork(): the registry's lock held across it. In the child only the forking thread exists: every
 // other thread's cache is emptied (what it held goes back, except a cache its thread held busy,
 // which may be half-written and is lost to the child, as that thread is) and freed.

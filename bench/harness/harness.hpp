@@ -75,11 +75,13 @@ int run(int argc, char** argv, Fill fill) {
   return 0;
 }
 
-// The element types besides int, made as reservoir-bench makes them: a std::string of 15
+// The element types, made as reservoir-bench makes them: the int i, a std::string of 15
 // characters (held in the string's own buffer) and a std::unique_ptr<int> (one heap block each).
 template <class T>
 T element(std::uint64_t i) {
-  if constexpr (std::is_same_v<T, std::string>) {
+  if constexpr (std::is_same_v<T, int>) {
+    return static_cast<int>(i);
+  } else if constexpr (std::is_same_v<T, std::string>) {
     return std::string(15, static_cast<char>('a' + i % 26));
   } else {
     return std::make_unique<int>(static_cast<int>(i));
@@ -87,6 +89,9 @@ T element(std::uint64_t i) {
 }
 
 // A value read from an element, so that the fill cannot be optimized away.
+inline std::uint64_t read(int v) {
+  return static_cast<std::uint64_t>(v);
+}
 inline std::uint64_t read(const std::string& s) {
   return s.size() + static_cast<unsigned char>(s[0]);
 }

@@ -4,11 +4,5 @@
 #include "harness.hpp"
 
 int main(int argc, char** argv) {
-  return harness::run(argc, argv, [](std::uint64_t n, auto& watch) -> std::uint64_t {
-    std::vector<int> v;
-    for (std::uint64_t i = 0; i < n; ++i)
-      v.push_back(static_cast<int>(i));
-    watch.stop();
-    return v.size() + static_cast<std::uint64_t>(v.back());
-  });
+  return harness::run_typed<int>(argc, argv, [] { return std::vector<int>(); });
 }

@@ -260,6 +260,11 @@ std::error_code create_thread_key(ThreadExitFn on_exit, ThreadKey* out) noexcept
   return {};
 }
 
+std::error_code delete_thread_key(ThreadKey key) noexcept {
+  if (!::FlsFree(static_cast<DWORD>(key.id))) return last_error();
+  return {};
+}
+
 void* thread_value(ThreadKey key) noexcept {
   return ::FlsGetValue(static_cast<DWORD>(key.id));
 }

@@ -1,7 +1,7 @@
 // The fault-injection seam of pal, for our own tests only: this header is not installed, and only
 // test targets have its directory on their include path (pal includes it by its relative path).
-// The checks it arms are inside pal's OS wrappers (pal_posix.cpp, pal_windows.cpp), so the code
-// under test is the library as shipped.
+// The checks it arms are inside pal's OS wrappers (the POSIX files of pal/src, pal_windows.cpp),
+// so the code under test is the library as shipped.
 #pragma once
 
 #include <cstddef>

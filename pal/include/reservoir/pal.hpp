@@ -3,8 +3,9 @@
 // Internal to reservoir: this header is not installed, and no public header includes it. The
 // library's sources, its tests and its bench use it; programs that use reservoir do not.
 //
-// One contract, two implementations: pal/src/pal_posix.cpp (Linux, macOS, FreeBSD) and
-// pal/src/pal_windows.cpp, chosen once in CMakeLists.txt. Every function is noexcept, never prints,
+// One contract, two implementations: the POSIX files of pal/src (Linux, macOS, FreeBSD: one file
+// per OS and per concern, pal_posix_internal.hpp lists them) and pal/src/pal_windows.cpp, chosen
+// once in CMakeLists.txt. Every function is noexcept, never prints,
 // never aborts, and reports OS failures as a std::error_code carrying errno / GetLastError().
 // Our tests can make the OS calls fail on purpose through a seam whose header is not installed
 // (pal/testing/pal_testing.hpp).
@@ -182,7 +183,8 @@ void yield_thread() noexcept;
 
 // Sleeps while `word` holds `expected`, in the OS, until wake_all(word) or a change of the word;
 // may also return spuriously, so the caller re-checks. Linux: futex; Windows: WaitOnAddress;
-// other systems: short sleeps that re-check (pal_posix.cpp), so a wake is seen late, never missed.
+// other systems: short sleeps that re-check (pal_posix_generic.cpp), so a wake is seen late, never
+// missed.
 // Not std::atomic::wait: libstdc++ where it has no futex (MinGW-w64, macOS, FreeBSD) checks the
 // value outside the lock its notify takes, so a notify can be lost and a waiter sleep for ever.
 void wait_while_equal(const std::atomic<std::uint32_t>& word, std::uint32_t expected) noexcept;
@@ -227,10 +229,17 @@ using ThreadExitFn = void (*)(void* value);
 // which then reads nullptr. It may run before or after the thread's C++ thread_local destructors
 // (after them on glibc and on MinGW-w64 threads started by winpthreads, such as std::thread's),
 // so code that runs during thread exit must expect nullptr. On Windows it may also run when the
-// process exits. It must not wait for anything another thread may hold at that moment. Keys are
-// never deleted, so `on_exit` must stay loaded while any thread may end (a DLL that holds it must
-// not be unloaded); Windows allows at most 8 keys per process (ERROR_NO_SYSTEM_RESOURCES beyond).
+// process exits. It must not wait for anything another thread may hold at that moment. `on_exit`
+// must stay loaded while any thread that set a value may end: code that is unloaded deletes its
+// keys first (delete_thread_key). Windows allows at most 8 keys per process, deleted ones
+// included (ERROR_NO_SYSTEM_RESOURCES beyond).
 std::error_code create_thread_key(ThreadExitFn on_exit, ThreadKey* out) noexcept;
+
+// Deletes a key: from then on no thread's end runs its `on_exit`, whatever value the thread had
+// set (POSIX: pthread_key_delete; Windows: FlsFree, which may run `on_exit` at once, in the
+// calling thread, for each value still set: `on_exit` must then expect a value of another
+// thread). The key must not be used afterwards.
+std::error_code delete_thread_key(ThreadKey key) noexcept;
 
 // The calling thread's value of `key`, or nullptr.
 void* thread_value(ThreadKey key) noexcept;
