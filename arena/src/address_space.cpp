@@ -19,8 +19,8 @@ std::atomic<std::size_t> g_pool_spare{0};  // of which no live arena holds in th
 // opt-in, since an open chunk's arenas take writes past their committed prefix.
 std::atomic<bool> g_open_chunks{false};
 std::atomic<std::size_t> g_mappings{0};  // kernel mappings held (address_space.hpp)
-std::atomic<std::size_t> g_pending{
-    0};  // arenas whose first commit will split (count_pending_split)
+// Live arenas whose first commit will split a mapping (count_pending_split).
+std::atomic<std::size_t> g_pending{0};
 
 // Below this many mappings the limit is not read: a program with a few arrays reads no /proc
 // file for them (a vm.max_map_count below twice this, not read yet, is not honoured).

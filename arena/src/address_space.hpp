@@ -8,15 +8,15 @@
 
 namespace reservoir::detail {
 
-// What a large pool chunk is (pool_chunks.cpp): closed (pal::reserve: PROT_NONE, each committed
-// prefix a mapping of its own), open (the set_open_pool_chunks opt-in: read-write, a guard below
-// each slot) or guarded (read-write, a guard marker below each slot and one at its committed end,
-// moved as it commits: pal::guard_markers() kernels only).
+// What a pool chunk is (pool_chunks.cpp): closed (pal::reserve: PROT_NONE, each committed prefix
+// a mapping of its own), open (the set_open_pool_chunks opt-in, large classes only: read-write, a
+// guard below each slot) or guarded (read-write, a guard marker below each slot and one at its
+// committed end, moved as it commits: pal::guard_markers() kernels only).
 enum class ChunkKind : unsigned char { closed, open, guarded };
 
 // pal::reserve, counted in reserved_address_space() and as one kernel mapping; refused with
 // Refusal::mapping_budget if that one does not fit in the mapping budget. With `kind` (the pools'
-// large chunks) an open reservation (pal::reserve_open) where the OS makes them and either
+// chunks) an open reservation (pal::reserve_open) where the OS makes them and either
 // set_open_pool_chunks asks for one or the chunk can be guarded (pal::guard_markers(), and the
 // library already holds a quarter of its mapping budget: below that closed chunks cost nothing
 // that counts, and keep the arrays in core dumps), a closed one elsewhere; *kind says which. A
