@@ -11,12 +11,13 @@ namespace reservoir::bench::tour {
 
 namespace {
 
-// Elements per array: 1e2, 1e3 and 1e4, as far as --many-arrays of them stay within the largest
-// --sizes (the quick tour's 1e4 arrays and 1e7: 1e2 and 1e3).
+// Elements per array: 20 (the small arrays of a graph's adjacency lists, where a bound or
+// std::vector is the choice), 1e2, 1e3 and 1e4, as far as --many-arrays of them stay within the
+// largest --sizes (the quick tour's 1e4 arrays and 1e7: 20, 1e2 and 1e3).
 std::vector<std::uint64_t> per_array_sizes(const Config& cfg) {
   const std::uint64_t largest = *std::max_element(cfg.sizes.begin(), cfg.sizes.end());
   std::vector<std::uint64_t> out;
-  for (std::uint64_t per : {100u, 1'000u, 10'000u}) {
+  for (std::uint64_t per : {20u, 100u, 1'000u, 10'000u}) {
     if (per * cfg.many_arrays <= largest || out.empty()) out.push_back(per);
   }
   return out;

@@ -91,22 +91,44 @@ void prepare_pools() {
 // open (set_open_pool_chunks(true)) in one pass (no commit call inside a slot, a guard call per
 // slot carved) and closed in another (the other systems' way): for the sequences that take large
 // slots (default arrays); the others run the same calls in both.
+// With `both_chunk_kinds`, where the kernel has guard markers, a third pass has the chunks
+// guarded (the kind the library takes past a quarter of its mapping budget): a small fake
+// vm.max_map_count, and arenas of their own holding a quarter of its half, alive through it.
 template <class Run>
 SweepTotals sweep(const char* what, Run run, bool both_chunk_kinds = false) {
   reservoir::set_reservation_cache_limit(0);  // deterministic: every arena reserves afresh
   SweepTotals totals;
-  for (bool closed : {false, true}) {
+  for (int pass = 0; pass < 3; ++pass) {
+    const bool closed = pass == 1;
+    const bool guarded = pass == 2;
     if (closed && (!both_chunk_kinds || !test::open_reservations_here())) break;
+    if (guarded && !pal::guard_markers()) break;
     pal::testing::refuse_open_reservations(closed);
     struct Reopen {
-      ~Reopen() { pal::testing::refuse_open_reservations(false); }
+      ~Reopen() {
+        pal::testing::refuse_open_reservations(false);
+        pal::testing::set_max_map_count(0);
+      }
     } reopen;
-    const test::PoolChunks chunks(!closed);  // open: the opt-in (closed is the default)
+    std::vector<Arena> holding;  // the mappings that make the chunks guarded
+    if (guarded) {
+      reservoir::trim_pools();  // no chunk of an earlier pass's kind is carved from
+      pal::testing::set_max_map_count(2000);
+      ArenaOptions own;
+      own.reuse_reservation = false;
+      while (holding.size() < 100) {
+        holding.emplace_back(pal::page_size(), own);
+        holding.back().grow(1);
+      }
+    }
+    const test::PoolChunks chunks(pass == 0);  // open: the opt-in (closed is the default)
     for (pal::Op op : kOps) {
       prepare_pools();
       const std::uint64_t before = pal::testing::calls(op);
       totals.operations += run();
       const std::uint64_t calls = pal::testing::calls(op) - before;
+      // Guarded chunks move a guard at every commit: the pass does make them.
+      if (guarded && op == pal::Op::guard) CHECK(calls > 0);
       for (std::uint64_t k = 0; k < calls; ++k) {
         prepare_pools();
         // Armed by hand: test::FaultGuard would empty the pools that prepare_pools() warmed.

@@ -152,7 +152,14 @@ RESERVOIR_CHILD("limits.map_count") {
       if (arenas.size() > 150'000) return 6;  // no limit met: vm.max_map_count is raised
     }
   } catch (const OsAllocationError& e) {
-    code = report_refusal(e, arenas.size());
+    // Where the kernel's count can be read the library stops at half of it, before the kernel
+    // refuses (suite `mappings`); elsewhere the kernel's ENOMEM is the refusal.
+    if (pal::max_map_count() != 0) {
+      std::printf("refused after %zu: %s\n", arenas.size(), e.what());
+      code = e.code() == reservoir::Refusal::mapping_budget ? 0 : 10;
+    } else {
+      code = report_refusal(e, arenas.size());
+    }
   }
   for (std::size_t i = 0; i < arenas.size(); ++i) {
     if (*reinterpret_cast<std::uint64_t*>(arenas[i].base()) != i) return 5;
@@ -195,7 +202,12 @@ TEST_SUITE("limits") {
     INFO(r.output);
     CHECK_MESSAGE(r.exited, test::describe(r));
     CHECK(r.exit_code == 0);
-    CHECK(r.output.find("ENOMEM") != std::string::npos);
+    if (pal::max_map_count() != 0) {
+      CHECK(r.output.find("vm.max_map_count") != std::string::npos);
+      CHECK(r.output.find("reservoir holds") != std::string::npos);
+    } else {
+      CHECK(r.output.find("ENOMEM") != std::string::npos);
+    }
   }
 #endif
 }

@@ -4,6 +4,7 @@
 #include "address_space.hpp"
 
 #include <atomic>
+#include <string>
 
 #include <reservoir/arena.hpp>
 #include <reservoir/pal.hpp>
@@ -17,29 +18,103 @@ std::atomic<std::size_t> g_pool_spare{0};  // of which no live arena holds in th
 // Whether large pool chunks are reserved open where the OS allows (set_open_pool_chunks): an
 // opt-in, since an open chunk's arenas take writes past their committed prefix.
 std::atomic<bool> g_open_chunks{false};
+std::atomic<std::size_t> g_mappings{0};  // kernel mappings held (address_space.hpp)
+// Live arenas whose first commit will split a mapping (count_pending_split).
+std::atomic<std::size_t> g_pending{0};
+
+// Below this many mappings the limit is not read: a program with a few arrays reads no /proc
+// file for them (a vm.max_map_count below twice this, not read yet, is not honoured).
+constexpr std::size_t kReadLimitFrom = 256;
+
+// Half of the kernel's count, or 0: no budget (or, below kReadLimitFrom, none known yet).
+std::size_t budget_at(std::size_t held, bool reread = false) noexcept {
+  return (held < kReadLimitFrom ? pal::max_map_count_known() : pal::max_map_count(reread)) / 2;
+}
 
 }  // namespace
 
 namespace detail {
 
-std::error_code reserve_mapping(std::size_t size, void** out, bool* open) noexcept {
-  if (open != nullptr) {
-    *open = false;
-    if (g_open_chunks.load(std::memory_order_relaxed)) {
+std::error_code reserve_mapping(std::size_t size, void** out, ChunkKind* kind,
+                                bool may_open) noexcept {
+  if (!mappings_fit(1)) return make_error_code(Refusal::mapping_budget);
+  if (kind != nullptr) {
+    *kind = ChunkKind::closed;
+    const bool open = may_open && g_open_chunks.load(std::memory_order_relaxed);
+    const std::size_t held =
+        mappings_held() + kSplitMappings * g_pending.load(std::memory_order_relaxed);
+    const std::size_t budget = budget_at(held);
+    const bool guarded = !open && budget != 0 && held >= budget / 4 && pal::guard_markers();
+    if (open || guarded) {
       const std::error_code ec = pal::reserve_open(size, out);
-      *open = !ec;
-      if (!ec) g_reserved.fetch_add(size, std::memory_order_relaxed);
+      if (!ec) {
+        *kind = open ? ChunkKind::open : ChunkKind::guarded;
+        g_reserved.fetch_add(size, std::memory_order_relaxed);
+        count_mappings(1, true);
+      }
       if (ec != std::errc::not_supported) return ec;
     }
   }
   const std::error_code ec = pal::reserve(size, out);
-  if (!ec) g_reserved.fetch_add(size, std::memory_order_relaxed);
+  if (!ec) {
+    g_reserved.fetch_add(size, std::memory_order_relaxed);
+    count_mappings(1, true);
+  }
   return ec;
 }
 
-void release_mapping(void* mapping, std::size_t size) noexcept {
+void release_mapping(void* mapping, std::size_t size, bool split) noexcept {
   (void)pal::release(mapping, size);
   g_reserved.fetch_sub(size, std::memory_order_relaxed);
+  count_mappings(split ? 1 + kSplitMappings : 1, false);
+}
+
+void count_mappings(std::size_t n, bool add) noexcept {
+  if (add) {
+    g_mappings.fetch_add(n, std::memory_order_relaxed);
+  } else {
+    g_mappings.fetch_sub(n, std::memory_order_relaxed);
+  }
+}
+
+void count_pending_split(bool add) noexcept {
+  if (add) {
+    g_pending.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    g_pending.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+std::size_t mappings_held() noexcept {
+  return g_mappings.load(std::memory_order_relaxed);
+}
+
+bool mappings_fit(std::size_t n) noexcept {
+  const std::size_t held = mappings_held();
+  std::size_t budget = budget_at(held);
+  if (budget == 0 || held + n <= budget) return true;
+  budget = budget_at(held, true);  // raised meanwhile?
+  return budget == 0 || held + n <= budget;
+}
+
+bool mappings_short() noexcept {
+  const std::size_t held = mappings_held();
+  const std::size_t budget = budget_at(held);
+  return budget != 0 && held > budget - budget / 8;
+}
+
+std::string mapping_budget_advice() {
+  const std::size_t count = pal::max_map_count();
+  return "reservoir holds " + std::to_string(mappings_held()) +
+         " kernel mappings, and takes at most half of the process's vm.max_map_count (" +
+         std::to_string(count) +
+         "), so that the rest of the program keeps the other half for its threads, libraries and "
+         "heap. An array's first growth (push_back, emplace_back, resize, reserve, insert) is "
+         "refused when it would need more: on kernels without guard markers (before Linux "
+         "6.13), under strict overcommit or a data limit, every non-empty array costs two. "
+         "Destroyed arrays give theirs back. Remedies: a bound for small arrays "
+         "(reservoir::max_elements(n) of at most 2 KiB shares pages and takes no mapping of its "
+         "own), std::vector for many small arrays, or a higher limit (sysctl vm.max_map_count)";
 }
 
 void count_parked(std::size_t size, bool parked) noexcept {

@@ -13,6 +13,7 @@
 
 #include <reservoir/pal.hpp>
 
+#include "address_space.hpp"
 #include "bits.hpp"
 #include "provider.hpp"
 
@@ -106,6 +107,9 @@ Arena::Arena(std::size_t max_bytes, ArenaOptions options) {
     Layout l;
     if (std::errc e = plan(max_bytes, options, &l); e != std::errc{})
       throw_plan_error(e, max_bytes);
+    if (ec == Refusal::mapping_budget) {
+      throw OsAllocationError("reserve", l.mapping, nullptr, ec, detail::mapping_budget_advice());
+    }
     throw OsAllocationError("reserve", l.mapping, nullptr, ec);
   }
   swap(*this, *made);
@@ -145,9 +149,11 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
     const auto offset = static_cast<std::size_t>(r.base - static_cast<std::byte*>(r.mapping));
     flags |= static_cast<std::uint16_t>((offset / kUnit) << kFlagBits);
   } else {
-    flags |= static_cast<std::uint16_t>(kPooled | (r.open ? kOpenSlot : 0));
+    flags |= static_cast<std::uint16_t>(kPooled | (r.open ? kOpenSlot : 0) |
+                                        (r.guarded ? kGuardedSlot : 0));
   }
   a.offset_flags_ = flags;
+  if (a.committed_ == 0 && !a.open_slot()) detail::count_pending_split(true);
   *error = {};
   return std::optional<Arena>(std::move(a));
 }
@@ -195,6 +201,7 @@ Arena::~Arena() {
 
 void Arena::release_all() noexcept {
   if (base_ != nullptr) {
+    if (committed_ == 0 && !open_slot()) detail::count_pending_split(false);
     detail::unpoison(base_, committed_);  // the next owner of these pages starts clean
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)
@@ -208,8 +215,8 @@ void Arena::release_all() noexcept {
     const detail::Source source = sub_page()     ? detail::Source::sub_page_run
                                   : has(kPooled) ? detail::Source::page_pool
                                                  : detail::Source::mapping;
-    detail::release(
-        {mapping(), mapping_size(), base_, reserved_, committed_, source, open_slot(), options()});
+    detail::release({mapping(), mapping_size(), base_, reserved_, committed_, source, open_slot(),
+                     options(), guarded_slot()});
   }
   base_ = nullptr;
   size_ = committed_ = reserved_ = 0;

@@ -12,6 +12,7 @@
 
 #include <reservoir/pal.hpp>
 
+#include "address_space.hpp"
 #include "bits.hpp"
 #include "memory_limit.hpp"
 #include "populate.hpp"
@@ -95,18 +96,37 @@ std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept 
 std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   std::byte* start = base_ + committed_;
   const std::size_t len = step.target - committed_;
-  // 1. Charged, then committed (populate.hpp). Pages given back (trim, release) are not
-  //    credited while readings succeed: the next reading of the limit sees them, and until then
-  //    the headroom errs on the safe side (memory_released counts them for a failed reading).
+  // 0. A first commit amid a closed reservation splits its mapping: within the mapping budget
+  //    only (address_space.hpp).
+  const bool splits = committed_ == 0 && !open_slot();
+  if (splits && !detail::mappings_fit(detail::kSplitMappings)) {
+    return make_error_code(Refusal::mapping_budget);
+  }
+  // 1. Charged, then committed (populate.hpp); in a guarded slot the guard moves to the new end.
+  //    Pages given back (trim, release) are not credited while readings succeed: the next
+  //    reading of the limit sees them, and until then the headroom errs on the safe side
+  //    (memory_released counts them for a failed reading).
   std::size_t charged = 0;
   if (std::error_code ec =
           detail::charge_and_commit(start, len, step.charge, step.must_back,
                                     has(kRespectMemoryLimit), open_slot(), &charged)) {
     return ec;
   }
+  if (guarded_slot()) {
+    if (std::error_code ec = detail::move_guard(base_, committed_, step.target)) {
+      detail::memory_limit_refund(charged, has(kRespectMemoryLimit) ? step.must_back : 0);
+      return ec;
+    }
+  }
+  if (splits) {
+    detail::count_mappings(detail::kSplitMappings, true);
+    detail::count_pending_split(false);
+  }
   // 2. The first commit past the threshold marks the rest of the reservation (up to the end of
-  //    the mapping, so the upper guard page stays in the same kernel mapping) for huge pages.
-  if (step.advise_huge) {
+  //    the mapping, so the upper guard page stays in the same kernel mapping) for huge pages. A
+  //    hint: not given where its split could pass the mapping budget (nor counted: each array
+  //    that takes it holds more than 4 MiB, so memory bounds how many do).
+  if (step.advise_huge && detail::mappings_fit(detail::kSplitMappings)) {
     std::byte* from = base_ + kHugePageThreshold;
     (void)pal::advise_huge_pages(from, static_cast<std::size_t>(mapping() + mapping_size() - from));
     if (has(kPooled)) offset_flags_ |= kHugeAdvisedSlot;
@@ -115,7 +135,12 @@ std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   //    ENOMEM), a clean error rather than a first touch that meets the OOM killer: the commit is
   //    undone.
   if (std::error_code ec = detail::populate(start, step.populated)) {
-    (void)(open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
+    const bool undone = !(open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
+    if (guarded_slot()) (void)detail::move_guard(base_, step.target, committed_);
+    if (splits && undone) {
+      detail::count_mappings(detail::kSplitMappings, false);
+      detail::count_pending_split(true);
+    }
     detail::memory_limit_refund(charged, has(kRespectMemoryLimit) ? step.must_back : 0);
     return ec;
   }
@@ -131,6 +156,9 @@ void Arena::throw_growth_error(std::size_t bytes, std::error_code ec) const {
   }
   const std::size_t len =
       detail::plan_step(growth_state(bytes), bytes, Populate::all).target - committed_;
+  if (ec == Refusal::mapping_budget) {
+    throw OsAllocationError("commit", len, base_ + committed_, ec, detail::mapping_budget_advice());
+  }
   if (ec == Refusal::memory_limit || ec == Refusal::machine_memory) {
     throw OsAllocationError("commit", len, base_ + committed_, ec,
                             ec == Refusal::memory_limit ? detail::memory_limit_advice()
@@ -233,6 +261,12 @@ std::error_code Arena::trim(std::size_t keep_bytes) noexcept {
               ? pal::discard(from, detail::backed_end(base_, committed_, reserved_) - target)
               : pal::decommit(from, committed_ - target)) {
     return ec;  // the pages may still be accessible: keep counting them as committed
+  }
+  if (guarded_slot()) {
+    if (std::error_code ec = detail::move_guard(base_, committed_, target)) return ec;
+  } else if (target == 0 && !open_slot()) {
+    detail::count_mappings(detail::kSplitMappings, false);  // merged back into its neighbours
+    detail::count_pending_split(true);
   }
   detail::memory_released(committed_ - target);
   committed_ = target;

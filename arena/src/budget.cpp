@@ -116,6 +116,9 @@ std::string address_space_advice() {
     if (l.in_use) s += ", of which " + format_bytes(l.in_use) + " are mapped";
     s += " (raise it: ulimit -v)";
   }
+  // At the mapping budget the mappings, not the address space, are what is short.
+  if (!detail::mappings_fit(detail::kSplitMappings + 1))
+    return s + "; " + detail::mapping_budget_advice();
   return s +
          "; on Linux each array is also one or two of the vm.max_map_count mappings. Give "
          "arrays an explicit reservoir::max_elements(n), or raise the limits (ulimit -v, "

@@ -53,6 +53,8 @@ class RefusalCategory final : public std::error_category {
         return "the step is more than the machine can back";
       case Refusal::default_reservation_full:
         return "the default reservation, made small for lack of address space, is full";
+      case Refusal::mapping_budget:
+        return "reservoir's kernel mappings would pass half of the process's vm.max_map_count";
     }
     return "reservoir refusal " + std::to_string(value);
   }

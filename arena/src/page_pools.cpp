@@ -34,15 +34,17 @@
 #include "memory_limit.hpp"
 #include "pool_chunks.hpp"
 #include "pool_state.hpp"
+#include "populate.hpp"
 
 namespace reservoir::detail {
 namespace {
 
 // Decommits [base + keep, base + committed) (in an open chunk: gives its pages back, the range
-// stays read-write); the committed prefix that is true afterwards (all of it if the OS refused:
-// the pages stay read-write, nothing is lost, and the count is honest).
+// stays read-write; in a guarded one the guard moves to the new end); the committed prefix that is
+// true afterwards (all of it if the OS refused: the pages stay read-write, nothing is lost, and
+// the count is honest). A closed slot decommitted to nothing merges back into its chunk's mapping.
 std::size_t decommit_beyond(std::byte* base, std::size_t keep, std::size_t committed, bool open,
-                            std::size_t slot_bytes) noexcept {
+                            bool guarded, std::size_t slot_bytes) noexcept {
   if (committed <= keep) return committed;
   std::byte* const from = base + keep;
   const std::size_t len = committed - keep;
@@ -51,6 +53,8 @@ std::size_t decommit_beyond(std::byte* base, std::size_t keep, std::size_t commi
            : pal::decommit(from, len)) {
     return committed;
   }
+  if (guarded && move_guard(base, committed, keep)) return committed;
+  if (!open && keep == 0) count_mappings(kSplitMappings, false);
   memory_released(len);
   unpoison(from, len);  // fresh pages for the next owner
   return keep;
@@ -69,17 +73,20 @@ void release_idle_chunks(SizeClass& sc, std::size_t k) noexcept {
 // Parks a slot of class k with `committed` bytes committed: at most kPoolKeepPerSlot of them,
 // and none once the resident limit is reached (`own` and `keep_all` as above).
 void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, bool open,
-                         std::size_t own, bool keep_all) noexcept {
+                         bool guarded, std::size_t own, bool keep_all) noexcept {
   PoolState& p = pool_state();
   std::lock_guard lock(p.mutex);
   // 1. Keep at most kPoolKeepPerSlot committed, and nothing once the resident limit is reached.
   const std::size_t share = std::min(committed, round_down(kPoolKeepPerSlot, pal::page_size()));
   const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
-  const std::size_t keep = keep_all ? committed : p.resident + own + share <= limit ? share : 0;
-  const std::size_t now = decommit_beyond(base, keep, committed, open, kClassBytes[k]);
+  const std::size_t keep = keep_all                            ? committed
+                           : !open && mappings_short()         ? 0
+                           : p.resident + own + share <= limit ? share
+                                                               : 0;
+  const std::size_t now = decommit_beyond(base, keep, committed, open, guarded, kClassBytes[k]);
   // 2. Park it: the free list has room for every slot carved (carve reserved it).
   poison(base, now);
-  size_classes()[k].free.push_back(FreeSlot{base, now, open});
+  size_classes()[k].free.push_back(FreeSlot{base, now, open, guarded});
   p.resident += now;
   if (is_large(k)) count_pool_spare(stride_of(k), true);
   // With the pools off (after the library's teardown, provider.cpp), the chunk goes back to the
@@ -91,7 +98,7 @@ void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, 
 }  // namespace
 
 bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, ThreadCache* own,
-               std::byte** base, std::size_t* committed, bool* open,
+               std::byte** base, std::size_t* committed, bool* open, bool* guarded,
                std::error_code* error) noexcept {
   *error = {};
   const std::size_t k = class_of(usable);
@@ -114,15 +121,17 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, Threa
     own->unlock();
     if (e.base != nullptr) {
       const std::size_t fit = round_down(std::min(e.committed, usable), granule);
-      const std::size_t now = decommit_beyond(e.base, fit, e.committed, e.open, kClassBytes[k]);
+      const std::size_t now =
+          decommit_beyond(e.base, fit, e.committed, e.open, e.guarded, kClassBytes[k]);
       if (now == fit) {
         unpoison(e.base, fit);
         *base = e.base;
         *committed = fit;
         *open = e.open;
+        *guarded = e.guarded;
         return true;
       }
-      return_slot_to_pool(e.base, k, e.committed, e.open, 0, false);
+      return_slot_to_pool(e.base, k, e.committed, e.open, e.guarded, 0, false);
     }
   }
   std::lock_guard lock(p.mutex);
@@ -135,7 +144,8 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, Threa
     sc.free.pop_back();
     p.resident -= s.committed;
     const std::size_t fit = round_down(std::min(s.committed, usable), granule);
-    const std::size_t now = decommit_beyond(s.base, fit, s.committed, s.open, kClassBytes[k]);
+    const std::size_t now =
+        decommit_beyond(s.base, fit, s.committed, s.open, s.guarded, kClassBytes[k]);
     if (now != fit) {
       p.resident += s.committed;
       sc.free.push_back(s);  // cannot allocate: it was just popped
@@ -147,6 +157,7 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, Threa
     *base = s.base;
     *committed = fit;
     *open = s.open;
+    *guarded = s.guarded;
     return true;
   }
   p.note_resident();
@@ -159,7 +170,7 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, Threa
       return false;
     }
   }
-  std::byte* fresh = carve(sc, k, error, open);
+  std::byte* fresh = carve(sc, k, error, open, guarded);
   if (fresh == nullptr) {
     if (is_large(k)) *error = {};
     return false;
@@ -171,7 +182,7 @@ bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, Threa
 }
 
 void return_slot(std::byte* base, std::size_t usable, std::size_t committed, bool open,
-                 ThreadCache* own) noexcept {
+                 bool guarded, ThreadCache* own) noexcept {
   const std::size_t k = class_of(usable);
   PoolState& p = pool_state();
   // The thread's cache first, keeping what the pool would keep: at most kPoolKeepPerSlot, while
@@ -185,10 +196,12 @@ void return_slot(std::byte* base, std::size_t usable, std::size_t committed, boo
       const std::size_t share = std::min(committed, round_down(kPoolKeepPerSlot, pal::page_size()));
       const std::size_t limit = p.resident_limit.load(std::memory_order_relaxed);
       const std::size_t keep =
-          p.resident_seen.load(std::memory_order_relaxed) + c->bytes + share <= limit ? share : 0;
-      const std::size_t now = decommit_beyond(base, keep, committed, open, kClassBytes[k]);
+          !open && mappings_short()                                                     ? 0
+          : p.resident_seen.load(std::memory_order_relaxed) + c->bytes + share <= limit ? share
+                                                                                        : 0;
+      const std::size_t now = decommit_beyond(base, keep, committed, open, guarded, kClassBytes[k]);
       poison(base, now);
-      c->page[k] = PoolCache::Page{base, now, open};
+      c->page[k] = PoolCache::Page{base, now, open, guarded};
       c->bytes += now;
       if (is_large(k)) {
         c->spare.store(c->spare.load(std::memory_order_relaxed) + stride_of(k),
@@ -200,13 +213,15 @@ void return_slot(std::byte* base, std::size_t usable, std::size_t committed, boo
     own_bytes = c->bytes;
     own->unlock();
   }
-  return_slot_to_pool(base, k, committed, open, own_bytes, false);
+  return_slot_to_pool(base, k, committed, open, guarded, own_bytes, false);
 }
 
 void return_cached_page_slots(PoolCache& c, bool keep_all) noexcept {
   for (std::size_t k = 0; k < kClasses; ++k) {
     const PoolCache::Page e = std::exchange(c.page[k], PoolCache::Page{});
-    if (e.base != nullptr) return_slot_to_pool(e.base, k, e.committed, e.open, 0, keep_all);
+    if (e.base != nullptr) {
+      return_slot_to_pool(e.base, k, e.committed, e.open, e.guarded, 0, keep_all);
+    }
   }
 }
 std::size_t trim_page_pools() noexcept {
@@ -216,7 +231,8 @@ std::size_t trim_page_pools() noexcept {
     SizeClass& sc = size_classes()[k];
     // 1. Every parked slot gives its pages back.
     for (FreeSlot& s : sc.free) {
-      const std::size_t now = decommit_beyond(s.base, 0, s.committed, s.open, kClassBytes[k]);
+      const std::size_t now =
+          decommit_beyond(s.base, 0, s.committed, s.open, s.guarded, kClassBytes[k]);
       p.resident -= s.committed - now;
       released += s.committed - now;
       s.committed = now;

@@ -18,13 +18,16 @@ namespace reservoir::detail {
 // without calling the OS and decommits with pal::discard). False with *error clear if no class
 // fits or a large class's chunk could not be had (the caller reserves a mapping of its own),
 // false with the OS's error if it refused the small chunk the slot would come from.
+// *guarded says whether the slot's chunk is guarded (address_space.hpp's ChunkKind).
 bool take_slot(std::size_t usable, std::size_t granule, std::size_t align, ThreadCache* own,
-               std::byte** base, std::size_t* committed, bool* open,
+               std::byte** base, std::size_t* committed, bool* open, bool* guarded,
                std::error_code* error) noexcept;
 // Gives back the slot of an arena of `usable` bytes with `committed` bytes committed (`open` as
-// take_slot said): into `own`'s cache if it has room for the class, else to the pool.
+// take_slot said): into `own`'s cache if it has room for the class, else to the pool. A closed
+// slot goes back with nothing committed while the mappings are short (mappings_short), so that
+// its prefix's mappings merge back into its chunk's.
 void return_slot(std::byte* base, std::size_t usable, std::size_t committed, bool open,
-                 ThreadCache* own) noexcept;
+                 bool guarded, ThreadCache* own) noexcept;
 // Gives the page slots cached in `c` back to the pools and empties them, within the resident
 // limit, or with `keep_all` parked as they are (a trim then releases them). Takes the pools'
 // lock: the caller must not hold it.

@@ -120,7 +120,7 @@ void adopt_parked(const Parked& p) noexcept {
   } catch (...) {
     l.unclaim(p.committed);  // no memory for the list's own bookkeeping: release instead
     count_parked(p.mapping_size, false);
-    release_mapping(p.mapping, p.mapping_size);
+    release_mapping(p.mapping, p.mapping_size, p.committed != 0);
     memory_released(p.committed);
   }
 }
@@ -136,7 +136,7 @@ std::vector<Parked> take_parked_list() noexcept {
 void drop_parked(const Parked& p) noexcept {
   list().unclaim(p.committed);
   count_parked(p.mapping_size, false);
-  release_mapping(p.mapping, p.mapping_size);
+  release_mapping(p.mapping, p.mapping_size, p.committed != 0);
   memory_released(p.committed);
 }
 

@@ -12,6 +12,11 @@
 // 4 MiB and more, for huge pages) and are kHugePageSize apart, the gap never committed: a chunk is
 // [guard][pad][slot 0][gap][slot 1][gap]...[slot n-1][gap], pad + guard < kHugePageSize.
 //
+// Past a quarter of the mapping budget, where the kernel has guard markers, a chunk of any class
+// is guarded (address_space.hpp's ChunkKind): read-write, each slot a page past where a closed
+// chunk puts it, that page its guard below, and a guard marker at its committed end, moved as it
+// commits; the chunk's last page a guard past the last slot. One mapping for all its slots.
+//
 // With set_open_pool_chunks(true), where the OS makes them (Linux), a large chunk is an open
 // reservation (pal::reserve_open): read-write from the start, so an arena in one of its slots
 // commits without a system call. By default it is closed, as every other reservation. In a
@@ -114,23 +119,36 @@ std::error_code add_chunk(SizeClass& sc, std::size_t k, std::size_t target) noex
     return std::make_error_code(std::errc::not_enough_memory);
   }
   void* mapping = nullptr;
-  bool open = false;
-  if (std::error_code ec = reserve_mapping(bytes, &mapping, is_large(k) ? &open : nullptr))
-    return ec;
+  ChunkKind kind = ChunkKind::closed;
+  if (std::error_code ec = reserve_mapping(bytes, &mapping, &kind, is_large(k))) return ec;
+  const bool open = kind != ChunkKind::closed;
+  // A guarded small chunk's slots each start a page later (that page is the guard below them),
+  // so its last page, the guard past the last slot, holds no slot: one slot fewer may fit.
+  const std::size_t slots_in =
+      kind == ChunkKind::guarded && !is_large(k) ? (bytes - 2 * page) / stride : fit;
   auto* const base = static_cast<std::byte*>(mapping);
   std::byte* first = base + page;
   if (is_large(k)) {
     first = align_up(first, kHugePageSize);
   }
-  // An open chunk's last page is its guard (what lies below slot 0 is no other arena's).
+  // An open chunk's last page is its guard (what lies below slot 0 is no other arena's). Made by
+  // mprotect (no guard markers) it splits the chunk's mapping once.
+  std::size_t maps = 0;
   if (open) {
+    maps = pal::guard_markers() ? 0 : 1;
+    if (!mappings_fit(maps)) {
+      release_mapping(mapping, bytes);
+      return make_error_code(Refusal::mapping_budget);
+    }
     if (std::error_code ec = pal::guard(base + bytes - page, page)) {
       release_mapping(mapping, bytes);
       return ec;
     }
+    count_mappings(maps, true);
   }
   if (is_large(k)) count_pool_spare(bytes, true);  // no live arena holds any of it yet
-  sc.chunks.push_back(Chunk{base, bytes, first, fit, 0, open});
+  sc.chunks.push_back(
+      Chunk{base, bytes, first, slots_in, 0, open, kind == ChunkKind::guarded, maps});
   return {};
 }
 
@@ -182,7 +200,8 @@ std::size_t align_of(std::size_t k) noexcept {
   return is_large(k) ? kHugePageSize : pal::page_size();
 }
 
-std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* open) noexcept {
+std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* open,
+                 bool* guarded) noexcept {
   if (sc.chunks.empty() || sc.chunks.back().carved == sc.chunks.back().slots) {
     if (sc.grow_next) sc.next_chunk_size = next_chunk(k, sc.next_chunk_size);
     sc.grow_next = false;
@@ -201,14 +220,23 @@ std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* ope
   std::byte* slot = c.first + c.carved * stride_of(k);
   if (c.open) {
     const std::size_t page = pal::page_size();
-    if (std::error_code ec = pal::guard(slot, page)) {
+    // Made by mprotect (no guard markers: an open chunk only), the guard splits the mapping.
+    const std::size_t maps = c.guarded || pal::guard_markers() ? 0 : kSplitMappings;
+    if (!mappings_fit(maps)) {
+      *error = make_error_code(Refusal::mapping_budget);
+      return nullptr;
+    }
+    if (std::error_code ec = pal::guard(slot, c.guarded ? 2 * page : page)) {
       *error = ec;
       return nullptr;
     }
+    count_mappings(maps, true);
+    c.maps += maps;
     slot += page;
   }
   ++c.carved;
   *open = c.open;
+  *guarded = c.guarded;
   return slot;
 }
 
@@ -229,6 +257,7 @@ void release_unused_chunks(SizeClass& sc, std::size_t k) noexcept {
         std::any_of(lo, hi, [](const FreeSlot& f) { return f.committed != 0; });
     if (static_cast<std::size_t>(hi - lo) == c.carved && !holds_pages) {
       release_mapping(c.base, c.bytes);
+      count_mappings(c.maps, false);
       if (is_large(k)) count_pool_spare(c.bytes, false);
       for (auto it = lo; it != hi; ++it)
         it->committed = kMax;  // removed below (the order by base stays intact)

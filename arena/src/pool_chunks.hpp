@@ -41,12 +41,15 @@ struct Chunk {
   std::size_t slots;   // how many fit
   std::size_t carved;  // slots handed out at least once; the rest were never touched
   bool open;           // an open reservation (pal::reserve_open): read-write, guards installed
+  bool guarded;        // and its slots' committed ends carry guard markers (ChunkKind::guarded)
+  std::size_t maps;    // mappings counted for it beyond its own: guards made by mprotect
 };
 
 struct FreeSlot {
   std::byte* base;
   std::size_t committed;  // committed prefix, still read-write (ASan: poisoned while parked)
   bool open;              // its chunk is open
+  bool guarded;           // its chunk is guarded: a guard marker at base + committed
 };
 
 struct SizeClass {
@@ -69,12 +72,15 @@ std::size_t align_of(std::size_t k) noexcept;
 // Carves a never-used slot (nothing committed), reserving a new chunk when the last one is full:
 // chunks grow geometrically; if the OS refuses a larger one, the smallest is tried once more.
 // In an open chunk the slot starts a page past its kHugePageSize boundary, and that page is made
-// its guard first (refused: the slot stays uncarved). The guard then shares its page-table page
-// with the slot's first pages: a guard elsewhere would cost a page-table page of its own,
-// most of what opening the chunk saves.
-// With the mutex held. nullptr with the error if the OS refuses or the bookkeeping has no memory;
-// *open says whether the slot's chunk is open.
-std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* open) noexcept;
+// its guard first (refused: the slot stays uncarved); in a guarded chunk the slot's first page too
+// (its committed end while nothing is committed), in the same call. The guard then shares its
+// page-table page with the slot's first pages: a guard elsewhere would cost a page-table page of
+// its own, most of what opening the chunk saves.
+// With the mutex held. nullptr with the error if the OS refuses, the bookkeeping has no memory or
+// guards made by mprotect would pass the mapping budget; *open and *guarded say what the slot's
+// chunk is.
+std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* open,
+                 bool* guarded) noexcept;
 // Releases every chunk of class k none of whose slots is in use (a slot is in use if it was
 // carved and is not in the free list; slots that kept pages, a refused decommit, keep their chunk
 // too), taking its slots out of the free list.

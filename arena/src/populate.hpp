@@ -29,4 +29,12 @@ std::error_code charge_and_commit(std::byte* start, std::size_t len, std::size_t
 // killer.
 std::error_code populate(std::byte* start, std::size_t bytes) noexcept;
 
+// Moves a guarded slot's guard marker (address_space.hpp's ChunkKind::guarded) from the page at
+// base + from to the page at base + to, as its committed prefix goes from `from` to `to` bytes:
+// growing, the old page is lifted first and the new one installed (refused: the old one is put
+// back); shrinking, the new one is installed first (its page's contents go) and the old one
+// lifted (refused: the new one is lifted again). On failure the guard is where it was and the OS's
+// error is returned.
+std::error_code move_guard(std::byte* base, std::size_t from, std::size_t to) noexcept;
+
 }  // namespace reservoir::detail

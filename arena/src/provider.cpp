@@ -130,7 +130,8 @@ bool park_mapping(const Reservation& r) noexcept {
   const std::size_t granule = o.commit_granule;
   const std::size_t keep_limit =
       std::max(granule, round_down(std::min(kDoublingStepLimit, o.max_commit_step), granule));
-  if (!o.reuse_reservation || keep_limit > kCacheMaxCommitted) return false;
+  // While the mappings are short a parked mapping would keep its own (and its prefix's): released.
+  if (!o.reuse_reservation || keep_limit > kCacheMaxCommitted || mappings_short()) return false;
   const std::size_t keep = std::min(r.committed, keep_limit);
   if (r.committed > keep && pal::decommit(r.base + keep, r.committed - keep)) return false;
   // An arena that reached past kHugePageThreshold may have advised huge pages for the rest of
@@ -178,12 +179,15 @@ std::error_code acquire(const ReservationRequest& q, Reservation* out) noexcept 
     std::byte* base = nullptr;
     std::size_t committed = 0;
     bool open = false;
+    bool guarded = false;
     std::error_code ec;
     const auto take = [&] {
-      return take_slot(q.usable, q.granule, q.base_align, own, &base, &committed, &open, &ec);
+      return take_slot(q.usable, q.granule, q.base_align, own, &base, &committed, &open, &guarded,
+                       &ec);
     };
     if (take() || (ec && free_parked() && take())) {
-      *out = Reservation{base, 0, base, q.usable, committed, Source::page_pool, open, options};
+      *out = Reservation{base, 0,       base,   q.usable, committed, Source::page_pool,
+                         open, options, guarded};
       return {};
     }
     if (ec) return ec;  // the OS refused a small pool's chunk (at its smallest): no address space
@@ -212,11 +216,11 @@ void release(const Reservation& r) noexcept {
       return_sub_slot(r.base, r.reserved, my_cache(false));
       return;
     case Source::page_pool:
-      return_slot(r.base, r.reserved, r.committed, r.open, my_cache(false));
+      return_slot(r.base, r.reserved, r.committed, r.open, r.guarded, my_cache(false));
       return;
     case Source::mapping:
       if (!park_mapping(r)) {
-        release_mapping(r.mapping, r.mapping_size);
+        release_mapping(r.mapping, r.mapping_size, r.committed != 0);
         memory_released(r.committed);
       }
       return;

@@ -39,6 +39,7 @@ struct Reservation {
   Source source = Source::mapping;
   bool open = false;     // a pool slot in an open reservation (read-write already)
   ArenaOptions options;  // in force: a sub-page slot has no guard pages
+  bool guarded = false;  // a pool slot in a guarded chunk: a guard marker at base + committed
 };
 
 // A reservation for `request`, or the OS's error (the pools' small chunk, or the mapping, refused

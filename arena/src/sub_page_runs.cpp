@@ -137,9 +137,29 @@ std::size_t release_idle_runs(PoolState& p, SubClass& sc, std::size_t stride,
   const auto idle = [only](const Run& r) {
     return r.in_use == 0 && (only == nullptr || &r == only);
   };
-  sc.free.erase(std::remove_if(sc.free.begin(), sc.free.end(),
-                               [&](std::byte* s) { return idle(run_of(sc, s)); }),
-                sc.free.end());
+  if (only != nullptr) {
+    // One run: all its slots are in the free list (none is in use, none in a thread's cache).
+    // They went back last, most often, so the search runs from the back and the list is
+    // compacted from the first of them only: destroying many arrays in a row releases each run
+    // at the cost of its own slots, not of the whole list.
+    const std::byte* const lo = only->base;
+    const std::byte* const hi = lo + only->bytes;
+    const auto inside = [lo, hi](const std::byte* s) { return s >= lo && s < hi; };
+    std::size_t left = run_slots(*only, stride);
+    std::size_t from = sc.free.size();
+    for (std::size_t i = sc.free.size(); i > 0 && left > 0; --i) {
+      if (inside(sc.free[i - 1])) {
+        from = i - 1;
+        --left;
+      }
+    }
+    const auto first = sc.free.begin() + static_cast<std::ptrdiff_t>(from);
+    sc.free.erase(std::remove_if(first, sc.free.end(), inside), sc.free.end());
+  } else {
+    sc.free.erase(std::remove_if(sc.free.begin(), sc.free.end(),
+                                 [&](std::byte* s) { return idle(run_of(sc, s)); }),
+                  sc.free.end());
+  }
   std::size_t released = 0;
   for (const Run& r : sc.runs) {
     if (!idle(r)) continue;

@@ -40,7 +40,8 @@ struct PoolCache {
   struct Page {
     std::byte* base = nullptr;  // nullptr: none
     std::size_t committed = 0;
-    bool open = false;  // its chunk is an open reservation
+    bool open = false;     // its chunk is an open reservation
+    bool guarded = false;  // a guarded one (address_space.hpp's ChunkKind)
   };
   Page page[kPoolClassCount];
   std::byte* sub[kPoolSubClassCount] = {};

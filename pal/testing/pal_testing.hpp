@@ -77,9 +77,13 @@ void set_transparent_huge_pages(int mode) noexcept;
 void refuse_open_reservations(bool refuse) noexcept;
 bool open_reservations_refused() noexcept;
 // Makes guard() make its guard pages with mprotect(PROT_NONE) (true), as on Linux kernels before
-// 6.13, instead of MADV_GUARD_INSTALL where the kernel takes it (false, the default).
+// 6.13, instead of MADV_GUARD_INSTALL where the kernel takes it (false, the default); while it is
+// in force pal::guard_markers() answers false.
 void refuse_guard_install(bool refuse) noexcept;
 bool guard_install_refused() noexcept;
+// Makes pal::max_map_count() answer `count` instead of the OS (0 restores the OS's answer), so
+// that the library's mapping budget (half of it) is met after a few hundred arrays, on any OS.
+void set_max_map_count(std::size_t count) noexcept;
 // Makes the memory-limit reading find the cgroup's mount in /proc/self/mountinfo (true) instead
 // of first trying where mainstream systems mount it (false, the default), so that the path of
 // systems that mount it elsewhere runs here too.

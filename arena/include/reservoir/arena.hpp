@@ -239,14 +239,17 @@ class Arena {
   // says instead whether the chunk is an open reservation (read-write from the start: commits
   // call no OS function, decommits give pages back with pal::discard), and whether this arena
   // advised huge pages past kHugePageThreshold (undone when the slot goes back, so that its next
-  // arena starts as in a fresh slot).
+  // arena starts as in a fresh slot), and whether the open chunk is guarded (a guard marker at
+  // base_ + committed_, moved by each commit and decommit).
   static constexpr std::uint16_t kOpenSlot = std::uint16_t{1} << kFlagBits;
   static constexpr std::uint16_t kHugeAdvisedSlot = std::uint16_t{1} << (kFlagBits + 1);
+  static constexpr std::uint16_t kGuardedSlot = std::uint16_t{1} << (kFlagBits + 2);
 
   bool has(Flag f) const noexcept { return (offset_flags_ & f) != 0; }
   // A sub-page slot: pooled, and smaller than any page (page slots are whole pages).
   bool sub_page() const noexcept { return has(kPooled) && reserved_ < kUnit; }
   bool open_slot() const noexcept { return has(kPooled) && (offset_flags_ & kOpenSlot) != 0; }
+  bool guarded_slot() const noexcept { return has(kPooled) && (offset_flags_ & kGuardedSlot) != 0; }
   std::size_t granule() const noexcept { return std::size_t{granule_units_} * kUnit; }
   std::size_t max_step() const noexcept { return granule() * max_step_granules_; }
   // The reservation as pal::reserve made it: [guard][alignment padding][usable...][guard].

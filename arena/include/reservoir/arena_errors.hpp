@@ -48,6 +48,9 @@ enum class Refusal : int {
   // A default array reached the end of a reservation that was made smaller than the default
   // because address space was short: out of memory for it, as for std::vector.
   default_reservation_full,
+  // The step would take the kernel mappings reservoir holds past half of the process's limit
+  // (Linux vm.max_map_count): the rest is left to the program.
+  mapping_budget,
 };
 // The category of Refusal codes ("reservoir").
 const std::error_category& refusal_category() noexcept;

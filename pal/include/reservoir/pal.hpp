@@ -110,6 +110,29 @@ std::error_code guard(void* addr, std::size_t size) noexcept;
 // the range stays readable and writable and reads as zeros afterwards (Linux MADV_DONTNEED).
 std::error_code discard(void* addr, std::size_t size) noexcept;
 
+// ---- kernel mappings (pal_maps.cpp)
+// --------------------------------------------------------------
+
+// How many mappings the kernel lets this process hold (Linux: /proc/sys/vm/max_map_count, read on
+// the first call and kept, read again with `reread`, since it can be raised while the process
+// runs), or 0 where there is no such count (macOS, FreeBSD, Windows, the posix-generic build:
+// address space and memory bound them) or it cannot be read. testing::set_max_map_count()
+// replaces the answer on every platform.
+std::size_t max_map_count(bool reread = false) noexcept;
+// What max_map_count() would answer without asking the OS: the forced count, or the last reading,
+// or 0 if there is none yet.
+std::size_t max_map_count_known() noexcept;
+
+// True if guard() installs guard markers (Linux 6.13+, MADV_GUARD_INSTALL): guards that leave the
+// mapping whole and that unguard() can lift. Asked of the kernel once, on a page of its own;
+// false elsewhere, and while testing::refuse_guard_install(true) is in force.
+bool guard_markers() noexcept;
+
+// Lifts the guard markers of [addr, addr+size) (page-aligned, inside an open reservation): the
+// pages read and write again, as never touched (MADV_GUARD_REMOVE). Only where guard_markers();
+// std::errc::not_supported elsewhere. Counted and injected as Op::guard.
+std::error_code unguard(void* addr, std::size_t size) noexcept;
+
 // Asks the OS to back a committed range with RAM now instead of on first touch (Linux 5.14+:
 // MADV_POPULATE_WRITE). Returns std::errc::not_supported where the OS cannot or will not (no such
 // call, a kernel without the advice, a sandbox refusing it with EPERM or ENOSYS); callers may fall
