@@ -29,6 +29,7 @@
 #include <reservoir/growth_policy.hpp>
 #include <reservoir/memory_limit.hpp>
 #include <reservoir/reservations.hpp>
+#include <reservoir/settings.hpp>
 
 namespace reservoir {
 
