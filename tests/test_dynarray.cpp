@@ -1564,6 +1564,19 @@ TEST_SUITE("dynarray") {
     CHECK(message([] {
             reservoir::ConcurrentDynArray<int> c{reservoir::max_bytes(SIZE_MAX)};
           }).starts_with("length_error reservoir::ConcurrentDynArray(max_bytes): "));
+    if constexpr (sizeof(void*) == 8) {
+      // More than the address space holds: the Arena's refusal, named as the user's call.
+      CHECK(message([] {
+              reservoir::ConcurrentDynArray<int> c{reservoir::max_elements(std::size_t{1} << 46)};
+            })
+                .starts_with("length_error reservoir::ConcurrentDynArray(max_elements): cannot "
+                             "reserve "));
+      CHECK(message([] {
+              reservoir::ConcurrentDynArray<int> c{reservoir::max_bytes(std::size_t{1} << 48)};
+            })
+                .starts_with("length_error reservoir::ConcurrentDynArray(max_bytes): cannot "
+                             "reserve "));
+    }
     CHECK(message([] { reservoir::ConcurrentDynArray<int> c{reservoir::max_bytes(3)}; }) ==
           "invalid_argument reservoir::ConcurrentDynArray(max_bytes): 3 bytes hold no element of 4 "
           "bytes");
