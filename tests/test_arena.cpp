@@ -587,6 +587,82 @@ TEST_SUITE("arena") {
     CHECK(ec == pal::testing::out_of_memory_error());
   }
 
+  // What Arena refuses reaches a container as a value: the kind and the figures, and raise()
+  // throws what the Arena would, naming the caller's call.
+  TEST_CASE("refusals as values: ArenaError's kind and figures, and raise() names the call") {
+    using Kind = reservoir::ArenaError::Kind;
+    reservoir::ArenaError error;
+    CHECK_FALSE(error);
+    CHECK_FALSE(Arena::create(0, {}, &error).has_value());
+    CHECK(error.kind == Kind::zero_size);
+    CHECK_THROWS_WITH_AS(error.raise("Caller"),
+                         "reservoir::Caller: max_bytes must be greater than 0",
+                         std::invalid_argument);
+    ArenaOptions no_cap;
+    no_cap.max_commit_step = std::numeric_limits<std::size_t>::max();
+    CHECK_FALSE(Arena::create(kMiB, no_cap, &error).has_value());
+    CHECK(error.kind == Kind::bad_options);
+    CHECK_THROWS_WITH_AS(error.raise("Caller"),
+                         doctest::Contains("reservoir::Caller: commit_granule or max_commit_step"),
+                         std::invalid_argument);
+    const std::size_t too_large = std::numeric_limits<std::size_t>::max() / 2;
+    CHECK_FALSE(Arena::create(too_large, {}, &error).has_value());
+    CHECK(error.kind == Kind::too_large);
+    CHECK(error.bytes == too_large);
+    CHECK(error.limit > 0);
+    CHECK(error.limit < too_large);
+    CHECK_THROWS_WITH_AS(
+        error.raise("Caller"),
+        ("reservoir::Caller: cannot reserve " + reservoir::format_bytes(too_large) +
+         ": more than the address space can hold (limit " + reservoir::format_bytes(error.limit) +
+         ")")
+            .c_str(),
+        std::length_error);
+    // The error_code form says the same, as an errc.
+    std::error_code ec;
+    CHECK_FALSE(Arena::create(too_large, {}, &ec).has_value());
+    CHECK(ec == std::errc::value_too_large);
+    {
+      test::FaultGuard fault(pal::Op::reserve);
+      CHECK_FALSE(Arena::create(kMiB, {}, &error).has_value());
+      CHECK(error.kind == Kind::reserve_refused);
+      CHECK(error.bytes >= kMiB);
+      CHECK(error.address == nullptr);
+      CHECK(error.error == pal::testing::out_of_memory_error());
+      CHECK_THROWS_WITH_AS(error.raise("Caller"), doctest::Contains("cannot reserve "),
+                           OsAllocationError);
+    }
+    ArenaOptions own;  // a mapping of its own, nothing committed: the commit calls the OS
+    own.reuse_reservation = false;
+    own.sub_page_slot = false;
+    Arena a(kMiB, own);
+    REQUIRE(a.committed() == 0);
+    CHECK_FALSE(a.try_commit(2 * kMiB, Arena::Populate::all, &error));
+    CHECK(error.kind == Kind::reservation_full);
+    CHECK(error.bytes == 2 * kMiB);
+    CHECK(error.limit == a.reserved());
+    CHECK_THROWS_WITH_AS(error.raise("Caller"),
+                         ("reservoir::Caller: cannot grow to 2 MiB: the reservation holds " +
+                          reservoir::format_bytes(a.reserved()))
+                             .c_str(),
+                         std::length_error);
+    {
+      test::FaultGuard fault(pal::Op::commit, 0, 2);
+      CHECK_FALSE(a.try_commit(1, Arena::Populate::all, &error));
+      CHECK(error.kind == Kind::commit_refused);
+      CHECK(error.address == a.base());
+      CHECK(error.bytes >= pal::page_size());
+      CHECK(error.error == pal::testing::out_of_memory_error());
+      CHECK_THROWS_WITH_AS(error.raise("Caller"), doctest::Contains("cannot commit "),
+                           OsAllocationError);
+      CHECK(a.committed() == 0);
+    }
+    CHECK(a.try_commit(1, Arena::Populate::all, &error));
+    CHECK_FALSE(error);
+    CHECK(a.committed() > 0);
+    CHECK_THROWS_AS(reservoir::ArenaError{}.raise("Caller"), std::logic_error);
+  }
+
   TEST_CASE("allocate aligns, and rejects alignments that are not powers of two") {
     Arena a(kMiB);
     a.grow(1);

@@ -1550,8 +1550,33 @@ TEST_SUITE("dynarray") {
             DynArray<int> a(reservoir::max_bytes(SIZE_MAX));
           }).starts_with("length_error reservoir::DynArray(max_bytes): "));
     CHECK(message([] {
+            DynArray<int> a(reservoir::max_bytes(SIZE_MAX / 16));
+          }).starts_with("length_error reservoir::DynArray(max_bytes): cannot reserve "));
+    // The Arena's refusal of the options names the constructor too.
+    reservoir::ArenaOptions no_cap;
+    no_cap.max_commit_step = SIZE_MAX;
+    CHECK(message([&] { DynArray<int> a(reservoir::max_elements(4), no_cap); }) ==
+          "invalid_argument reservoir::DynArray(max_elements): commit_granule or max_commit_step "
+          "is too large to round up to whole pages and granules");
+    CHECK(message([&] {
+            DynArray<int> a(reservoir::max_bytes(16), no_cap);
+          }).starts_with("invalid_argument reservoir::DynArray(max_bytes): commit_granule "));
+    CHECK(message([] {
             reservoir::ConcurrentDynArray<int> c{reservoir::max_bytes(SIZE_MAX)};
           }).starts_with("length_error reservoir::ConcurrentDynArray(max_bytes): "));
+    if constexpr (sizeof(void*) == 8) {
+      // More than the address space holds: the Arena's refusal, named as the user's call.
+      CHECK(message([] {
+              reservoir::ConcurrentDynArray<int> c{reservoir::max_elements(std::size_t{1} << 46)};
+            })
+                .starts_with("length_error reservoir::ConcurrentDynArray(max_elements): cannot "
+                             "reserve "));
+      CHECK(message([] {
+              reservoir::ConcurrentDynArray<int> c{reservoir::max_bytes(std::size_t{1} << 48)};
+            })
+                .starts_with("length_error reservoir::ConcurrentDynArray(max_bytes): cannot "
+                             "reserve "));
+    }
     CHECK(message([] { reservoir::ConcurrentDynArray<int> c{reservoir::max_bytes(3)}; }) ==
           "invalid_argument reservoir::ConcurrentDynArray(max_bytes): 3 bytes hold no element of 4 "
           "bytes");

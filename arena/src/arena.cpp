@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <stdexcept>
 #include <utility>
 
 #include <reservoir/pal.hpp>
@@ -83,17 +82,17 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
   return {};
 }
 
-// The exception for a request plan() rejected.
-[[noreturn]] void throw_plan_error(std::errc e, std::size_t max_bytes) {
+// The refusal of a request plan() rejected.
+ArenaError plan_error(std::errc e, std::size_t max_bytes) noexcept {
+  ArenaError error;
+  error.bytes = max_bytes;
   if (e == std::errc::invalid_argument) {
-    throw std::invalid_argument(
-        max_bytes == 0 ? "reservoir::Arena: max_bytes must be greater than 0"
-                       : "reservoir::Arena: commit_granule or max_commit_step is too large to "
-                         "round up to whole pages and granules");
+    error.kind = max_bytes == 0 ? ArenaError::Kind::zero_size : ArenaError::Kind::bad_options;
+  } else {
+    error.kind = ArenaError::Kind::too_large;
+    error.limit = kMaxReservation;
   }
-  throw std::length_error("reservoir::Arena: cannot reserve " + format_bytes(max_bytes) +
-                          ": more than the address space can hold (limit " +
-                          format_bytes(kMaxReservation) + ")");
+  return error;
 }
 
 }  // namespace
@@ -101,26 +100,36 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
 // ---- lifetime -----------------------------------------------------------------------------------
 
 Arena::Arena(std::size_t max_bytes, ArenaOptions options) {
-  std::error_code ec;
-  std::optional<Arena> made = create(max_bytes, options, &ec);
-  if (!made) {
-    Layout l;
-    if (std::errc e = plan(max_bytes, options, &l); e != std::errc{})
-      throw_plan_error(e, max_bytes);
-    if (ec == Refusal::mapping_budget) {
-      throw OsAllocationError("reserve", l.mapping, nullptr, ec, detail::mapping_budget_advice());
-    }
-    throw OsAllocationError("reserve", l.mapping, nullptr, ec);
-  }
+  ArenaError error;
+  std::optional<Arena> made = create(max_bytes, options, &error);
+  if (!made) error.raise("Arena");
   swap(*this, *made);
 }
 
 std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
                                    std::error_code* error) noexcept {
+  ArenaError refusal;
+  std::optional<Arena> made = create(max_bytes, options, &refusal);
+  switch (refusal.kind) {
+    case ArenaError::Kind::zero_size:
+    case ArenaError::Kind::bad_options:
+      *error = std::make_error_code(std::errc::invalid_argument);
+      break;
+    case ArenaError::Kind::too_large:
+      *error = std::make_error_code(std::errc::value_too_large);
+      break;
+    default:
+      *error = refusal.error;
+  }
+  return made;
+}
+
+std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
+                                   ArenaError* error) noexcept {
   // 1. Validate and lay out: [guard page][usable ... rounded to granularity][guard page].
   Layout l;
   if (std::errc e = plan(max_bytes, options, &l); e != std::errc{}) {
-    *error = std::make_error_code(e);
+    *error = plan_error(e, max_bytes);
     return std::nullopt;
   }
   // The options as this layout rounds them: a parked reservation matches on these.
@@ -131,7 +140,10 @@ std::optional<Arena> Arena::create(std::size_t max_bytes, ArenaOptions options,
   detail::Reservation r;
   if (std::error_code ec = detail::acquire(
           {max_bytes, l.usable, l.granule, l.guard, l.base_align, l.mapping, options}, &r)) {
-    *error = ec;
+    *error = {};
+    error->kind = ArenaError::Kind::reserve_refused;
+    error->bytes = l.mapping;
+    error->error = ec;
     return std::nullopt;
   }
   static_assert(kUnit == detail::kSmallestPage, "plan() checks the granule in these units");

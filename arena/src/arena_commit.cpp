@@ -14,6 +14,7 @@
 
 #include "address_space.hpp"
 #include "bits.hpp"
+#include "machine_memory.hpp"
 #include "memory_limit.hpp"
 #include "populate.hpp"
 
@@ -149,22 +150,62 @@ std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   return {};
 }
 
-void Arena::throw_growth_error(std::size_t bytes, std::error_code ec) const {
+ArenaError Arena::growth_error(std::size_t bytes, std::error_code ec) const noexcept {
+  ArenaError error;
   if (!ec) {
-    throw std::length_error("reservoir::Arena: cannot grow to " + format_bytes(bytes) +
-                            ": the reservation holds " + format_bytes(reserved_));
+    error.kind = ArenaError::Kind::reservation_full;
+    error.bytes = bytes;
+    error.limit = reserved_;
+    return error;
   }
-  const std::size_t len =
-      detail::plan_step(growth_state(bytes), bytes, Populate::all).target - committed_;
-  if (ec == Refusal::mapping_budget) {
-    throw OsAllocationError("commit", len, base_ + committed_, ec, detail::mapping_budget_advice());
+  error.kind = ArenaError::Kind::commit_refused;
+  error.bytes = detail::plan_step(growth_state(bytes), bytes, Populate::all).target - committed_;
+  error.address = base_ + committed_;
+  error.error = ec;
+  return error;
+}
+
+void Arena::throw_growth_error(std::size_t bytes, std::error_code ec) const {
+  growth_error(bytes, ec).raise("Arena");
+}
+
+// Every message of an Arena refusal, whichever container reports it.
+void ArenaError::raise(std::string_view call) const {
+  const std::string prefix = "reservoir::" + std::string(call) + ": ";
+  switch (kind) {
+    case Kind::none:
+      break;
+    case Kind::zero_size:
+      throw std::invalid_argument(prefix + "max_bytes must be greater than 0");
+    case Kind::bad_options:
+      throw std::invalid_argument(prefix +
+                                  "commit_granule or max_commit_step is too large to round up to "
+                                  "whole pages and granules");
+    case Kind::too_large:
+      throw std::length_error(prefix + "cannot reserve " + format_bytes(bytes) +
+                              ": more than the address space can hold (limit " +
+                              format_bytes(limit) + ")");
+    case Kind::reservation_full:
+      throw std::length_error(prefix + "cannot grow to " + format_bytes(bytes) +
+                              ": the reservation holds " + format_bytes(limit));
+    case Kind::reserve_refused:
+      if (error == Refusal::mapping_budget) {
+        throw OsAllocationError("reserve", bytes, nullptr, error, detail::mapping_budget_advice());
+      }
+      throw OsAllocationError("reserve", bytes, nullptr, error);
+    case Kind::commit_refused:
+      if (error == Refusal::mapping_budget) {
+        throw OsAllocationError("commit", bytes, address, error, detail::mapping_budget_advice());
+      }
+      if (error == Refusal::memory_limit) {
+        throw OsAllocationError("commit", bytes, address, error, detail::memory_limit_advice());
+      }
+      if (error == Refusal::machine_memory) {
+        throw OsAllocationError("commit", bytes, address, error, detail::machine_memory_advice());
+      }
+      throw OsAllocationError("commit", bytes, address, error);
   }
-  if (ec == Refusal::memory_limit || ec == Refusal::machine_memory) {
-    throw OsAllocationError("commit", len, base_ + committed_, ec,
-                            ec == Refusal::memory_limit ? detail::memory_limit_advice()
-                                                        : detail::machine_memory_advice());
-  }
-  throw OsAllocationError("commit", len, base_ + committed_, ec);
+  throw std::logic_error(prefix + "ArenaError::raise called with Kind::none");
 }
 
 void* Arena::grow_slow(std::size_t n) {
@@ -220,6 +261,16 @@ void Arena::commit(std::size_t bytes, Populate populate) {
 
 bool Arena::try_commit(std::size_t bytes, Populate populate) noexcept {
   return bytes <= reserved_ && !commit_to(bytes, populate);
+}
+
+bool Arena::try_commit(std::size_t bytes, Populate populate, ArenaError* error) noexcept {
+  *error = {};
+  if (bytes > reserved_) {
+    *error = growth_error(bytes, {});
+  } else if (std::error_code ec = commit_to(bytes, populate)) {
+    *error = growth_error(bytes, ec);
+  }
+  return !*error;
 }
 
 // ---- shrinking ----------------------------------------------------------------------------------

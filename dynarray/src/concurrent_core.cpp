@@ -35,21 +35,21 @@ ArenaOptions page_granular(ArenaOptions o) noexcept {
 }
 
 // The bytes to reserve for max_size elements whose first is aligned to `alignment`.
-std::size_t data_bytes(std::size_t max_size, std::size_t element_size, std::size_t alignment) {
-  // The messages name the constructor the user called.
+// The messages name `call`, the constructor the user called.
+std::size_t data_bytes(std::size_t max_size, std::size_t element_size, std::size_t alignment,
+                       const char* call) {
+  const std::string prefix = "reservoir::" + std::string(call) + ": ";
   if (max_size == 0) {
-    throw std::invalid_argument(
-        "reservoir::ConcurrentDynArray(max_elements): max_elements must be greater than 0");
+    throw std::invalid_argument(prefix + "max_elements must be greater than 0");
   }
   const std::size_t slack = alignment > kMinBaseAlignment ? alignment - kMinBaseAlignment : 0;
   if (max_size > (static_cast<std::size_t>(-1) - slack) / element_size) {
-    throw std::length_error(
-        "reservoir::ConcurrentDynArray(max_elements): " + std::to_string(max_size) +
-        " elements of " + std::to_string(element_size) + " bytes overflow the address space");
+    throw std::length_error(prefix + std::to_string(max_size) + " elements of " +
+                            std::to_string(element_size) + " bytes overflow the address space");
   }
   if (max_size > (std::uint64_t{1} << 47)) {  // the claims count in 48 bits (with headroom)
-    throw std::length_error("reservoir::ConcurrentDynArray(max_elements): " +
-                            std::to_string(max_size) + " elements exceed the 2^47 supported");
+    throw std::length_error(prefix + std::to_string(max_size) +
+                            " elements exceed the 2^47 supported");
   }
   return max_size * element_size + slack;
 }
@@ -57,9 +57,10 @@ std::size_t data_bytes(std::size_t max_size, std::size_t element_size, std::size
 }  // namespace
 
 ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_type alignment,
-                               ArenaOptions options)
-    : data_arena_(data_bytes(max_size, element_size, alignment), page_granular(options)),
-      ready_arena_(max_size, fresh(options)),
+                               ArenaOptions options, const char* call)
+    : data_arena_(detail::make_arena(data_bytes(max_size, element_size, alignment, call),
+                                     page_granular(options), call)),
+      ready_arena_(detail::make_arena(max_size, fresh(options), call)),
       max_size_(max_size) {
   ready_ = reinterpret_cast<unsigned char*>(ready_arena_.base());
   const auto base = reinterpret_cast<std::uintptr_t>(data_arena_.base());

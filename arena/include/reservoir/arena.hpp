@@ -21,12 +21,15 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <utility>
 
 #include <reservoir/arena_errors.hpp>
 #include <reservoir/growth_policy.hpp>
 #include <reservoir/memory_limit.hpp>
 #include <reservoir/reservations.hpp>
+#include <reservoir/settings.hpp>
 
 namespace reservoir {
 
@@ -118,9 +121,13 @@ class Arena {
   // OS call), and OsAllocationError (a std::bad_alloc) when the OS refuses the reservation.
   explicit Arena(std::size_t max_bytes, ArenaOptions options = {});
 
-  // The non-throwing form: the arena, or std::nullopt with the reason in *error.
+  // The non-throwing forms: the arena, or std::nullopt with the reason in *error: an error code
+  // (std::errc::invalid_argument, std::errc::value_too_large or the OS's error), or the refusal
+  // with its figures (error->raise(call) throws what the constructor would, naming `call`).
   static std::optional<Arena> create(std::size_t max_bytes, ArenaOptions options,
                                      std::error_code* error) noexcept;
+  static std::optional<Arena> create(std::size_t max_bytes, ArenaOptions options,
+                                     ArenaError* error) noexcept;
 
   Arena(Arena&& other) noexcept;
   Arena& operator=(Arena&& other) noexcept;
@@ -173,6 +180,8 @@ class Arena {
   // not checked (a first touch past a cgroup limit meets the OOM killer, as with std::vector).
   void commit(std::size_t bytes, Populate populate = Populate::all);
   bool try_commit(std::size_t bytes, Populate populate = Populate::all) noexcept;
+  // As try_commit(), with the refusal in *error (Kind::none on success).
+  bool try_commit(std::size_t bytes, Populate populate, ArenaError* error) noexcept;
 
   // Deprecated names of commit() and try_commit(), kept for one release: reserve means address
   // space everywhere else.
@@ -214,6 +223,9 @@ class Arena {
   // The paths of grow()/try_grow() that must commit or fail; kept out of line and cold.
   void* grow_slow(std::size_t n);
   void* try_grow_slow(std::size_t n) noexcept;
+  // The refusal of a growth or commit to `bytes`: past the reservation if `ec` is empty, else
+  // the commit step refused with `ec`.
+  ArenaError growth_error(std::size_t bytes, std::error_code ec) const noexcept;
   // Throws the exception for a failed growth to `bytes` with error `ec`.
   [[noreturn]] void throw_growth_error(std::size_t bytes, std::error_code ec) const;
   // Gives the reservation back to the provider; the arena is empty afterwards.
@@ -271,6 +283,17 @@ class Arena {
 };
 
 static_assert(sizeof(void*) != 8 || sizeof(Arena) == 40, "an Arena is five words");
+
+namespace detail {
+// A container's arena: as Arena(max_bytes, options), but the exceptions name `call`, the
+// container's constructor that the user called.
+inline Arena make_arena(std::size_t max_bytes, const ArenaOptions& options, std::string_view call) {
+  ArenaError error;
+  std::optional<Arena> arena = Arena::create(max_bytes, options, &error);
+  if (!arena) error.raise(call);
+  return std::move(*arena);
+}
+}  // namespace detail
 
 // ---- inline fast paths: a compare and an add while the committed prefix has room ----------------
 

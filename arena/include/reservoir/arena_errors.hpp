@@ -1,10 +1,12 @@
-// reservoir/arena_errors.hpp - the errors of reservoir: OsAllocationError, the Refusal codes, and
-// the byte format their messages use. Included by <reservoir/arena.hpp>.
+// reservoir/arena_errors.hpp - the errors of reservoir: OsAllocationError, the Refusal codes,
+// ArenaError (a refusal as a value) and the byte format their messages use. Included by
+// <reservoir/arena.hpp>.
 #pragma once
 
 #include <cstddef>
 #include <new>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace reservoir {
@@ -55,6 +57,42 @@ enum class Refusal : int {
 // The category of Refusal codes ("reservoir").
 const std::error_category& refusal_category() noexcept;
 std::error_code make_error_code(Refusal r) noexcept;
+
+// What an Arena refuses, as a value: the kind of refusal and its figures, filled in by the forms
+// that report instead of throwing (Arena::create and Arena::try_commit with an ArenaError*). A
+// container turns it into the exception with raise(), naming its own call: every message of an
+// Arena refusal is composed there, once.
+struct ArenaError {
+  enum class Kind : unsigned char {
+    none,              // nothing refused
+    zero_size,         // max_bytes is 0 (std::invalid_argument)
+    bad_options,       // commit_granule or max_commit_step cannot be rounded up
+                       // (std::invalid_argument)
+    too_large,         // max_bytes is more than the address space can hold (std::length_error)
+    reservation_full,  // a length or a commit past the reservation (std::length_error)
+    reserve_refused,   // the OS refused the reservation (OsAllocationError)
+    commit_refused,    // the OS, or one of reservoir's limits, refused a commit step
+                       // (OsAllocationError)
+  };
+  Kind kind = Kind::none;
+  // The bytes asked for: max_bytes (zero_size, bad_options, too_large), the length or commit
+  // target (reservation_full), the mapping (reserve_refused) or the step (commit_refused).
+  std::size_t bytes = 0;
+  // The bound that was met: the largest reservation (too_large), reserved() (reservation_full).
+  std::size_t limit = 0;
+  // The first byte of the refused step (commit_refused); nullptr otherwise.
+  const void* address = nullptr;
+  // The OS's error or a Refusal (reserve_refused, commit_refused); empty otherwise.
+  std::error_code error;
+
+  explicit operator bool() const noexcept { return kind != Kind::none; }
+
+  // Throws what Arena's throwing forms throw for this refusal. std::invalid_argument and
+  // std::length_error say "reservoir::<call>: ..." (call: "Arena", "DynArray(max_elements)");
+  // OsAllocationError names the operation, and for Refusal::memory_limit or
+  // Refusal::machine_memory the limit met and its remedy. Kind::none is std::logic_error.
+  [[noreturn]] void raise(std::string_view call) const;
+};
 
 // "64 KiB", "1.5 GiB", "100 B": IEC units for messages.
 std::string format_bytes(std::size_t bytes);

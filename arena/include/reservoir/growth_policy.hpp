@@ -1,11 +1,14 @@
 // reservoir/growth_policy.hpp - how an Arena's committed prefix grows: the commit-step constants,
-// the process-wide huge-page mode, and the policy itself, one function (detail::plan_step) that
-// every commit of an Arena asks. Included by <reservoir/arena.hpp>.
+// whether huge pages are in effect (their mode is in settings.hpp), and the policy itself, one
+// function (detail::plan_step) that every commit of an Arena asks. Included by
+// <reservoir/arena.hpp>.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+
+#include <reservoir/settings.hpp>
 
 namespace reservoir {
 
@@ -23,24 +26,8 @@ enum class Populate {
   none,
 };
 
-// Whether arenas with ArenaOptions::huge_pages use transparent huge pages (and the geometric
-// commit steps that go with them). Process-wide; the default is automatic.
-enum class HugePages {
-  // Where they pay: Linux with THP in `always` or `madvise` mode
-  // (/sys/kernel/mm/transparent_hugepage/enabled), except on a virtual machine whose host takes
-  // back free
-  // memory in 2 MiB blocks. There each huge page is a block the host faults in again, which
-  // costs more than the same memory in 4 KiB pages (figures: docs/big-arrays.md).
-  automatic,
-  // Wherever THP honours MADV_HUGEPAGE, on such virtual machines too.
-  on,
-  // Never: every arena uses 4 KiB pages and bounded, populated steps.
-  off,
-};
-// Sets the mode for commit steps taken from now on (arenas already past the huge-page threshold
-// keep their advice). Thread-safe.
-void set_huge_pages(HugePages mode) noexcept;
-HugePages huge_pages() noexcept;
+// The huge-page mode is a setting: HugePages, set_huge_pages() and huge_pages() (settings.hpp).
+
 // True if an arena with ArenaOptions::huge_pages gets huge pages here under the current mode.
 bool huge_pages_in_effect() noexcept;
 

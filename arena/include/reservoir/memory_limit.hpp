@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include <reservoir/settings.hpp>
+
 namespace reservoir {
 
 // ---- memory limits -----------------------------------------------------------------------------
@@ -33,15 +35,7 @@ namespace reservoir {
 // step of at most kPopulatedStepLimit is refused only where less than itself is available). Where
 // readings fail (no file descriptor left) both headrooms keep their last figure, less what steps
 // took and plus what arenas gave back since.
-
-// Kinds of limit for set_memory_limit().
-inline constexpr std::size_t kMemoryLimitAuto = 0;  // the cgroup's (the default)
-inline constexpr std::size_t kMemoryLimitOff = static_cast<std::size_t>(-1);  // no check
-// Sets the limit commit steps are checked against: kMemoryLimitAuto, kMemoryLimitOff, or a
-// number of bytes the process's resident set (pal::current_rss()) must stay under. Thread-safe.
-void set_memory_limit(std::size_t bytes) noexcept;
-// The headroom left for commits as of a fresh reading (limit - usage - margin), or
-// kMemoryLimitOff if no limit applies.
-std::size_t memory_limit_headroom() noexcept;
+//
+// The limit is set with set_memory_limit() and read with memory_limit_headroom() (settings.hpp).
 
 }  // namespace reservoir

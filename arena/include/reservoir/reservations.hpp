@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string>
 
+#include <reservoir/settings.hpp>
+
 namespace reservoir {
 
 // The reservation cache: destroyed arenas (with reuse_reservation) park their reservation here,
@@ -15,10 +17,10 @@ namespace reservoir {
 // most `entries` reservations (default 16) and at most 1 MiB of committed memory. When a thread
 // has ended, the next operation that reaps ended threads moves its reservation to the list (or
 // back to the OS), in any destruction order of thread_local objects; arenas destroyed during
-// thread exit after that park in the list. 0 turns the cache off and releases everything parked,
-// every thread's own too. Thread-safe. Memory taken from the cache is not zeroed (like
-// malloc): containers construct what they store.
-void set_reservation_cache_limit(std::size_t entries) noexcept;
+// thread exit after that park in the list. Its limit is set_reservation_cache_limit()
+// (settings.hpp). Thread-safe. Memory taken from the cache is not zeroed (like malloc): containers
+// construct what they store.
+
 // Releases every parked reservation (the shared list and every thread's own) to the OS.
 void clear_reservation_cache() noexcept;
 // Reservations parked in the cache: every thread's own plus the shared list.
@@ -75,20 +77,15 @@ std::size_t reservation_cache_size() noexcept;
 // whole, a page at a time), so a core holds nothing of an arena in a large slot (default arrays,
 // and any arena whose reservation is within 1/64 below a tier); arenas with reuse_reservation =
 // false are always dumped. Slots of chunks already reserved keep their kind (parked, cached by a
-// thread, or not yet handed out): set it before the first such arena. Thread-safe.
-void set_open_pool_chunks(bool open) noexcept;
-bool open_pool_chunks() noexcept;
+// thread, or not yet handed out): set it before the first such arena. The setting:
+// set_open_pool_chunks() (settings.hpp).
 
 // The smallest slot class that holds the reservation; larger arenas reserve their own mapping.
 inline constexpr std::size_t kLargestPoolSlot = std::size_t{1} << 20;
 // The most a parked slot keeps committed.
 inline constexpr std::size_t kPoolKeepPerSlot = std::size_t{64} * 1024;
-// The default limit of committed memory in parked slots (all classes, all threads).
-inline constexpr std::size_t kDefaultPoolResidentLimit = std::size_t{64} << 20;
-// Sets the limit of committed bytes parked slots keep; slots returned beyond it are decommitted.
-// 0 parks every slot decommitted (its address space is still reused). Thread-safe.
-void set_pool_resident_limit(std::size_t bytes) noexcept;
-std::size_t pool_resident_limit() noexcept;
+// The limit of committed memory in parked slots: set_pool_resident_limit() (settings.hpp).
+
 // Committed bytes held by parked slots now, the threads' caches included.
 std::size_t pool_resident_bytes() noexcept;
 // Takes every thread's cached slots back into the pools, decommits every parked slot and
@@ -153,10 +150,8 @@ static_assert(kDefaultTierLeast < kDefaultTierReduced && kDefaultTierLeast <= kD
 
 // Address space reserved by every live Arena, parked reservations included.
 std::size_t reserved_address_space() noexcept;
-// The budget: half of pal::address_space_size() (which follows RLIMIT_AS), unless set by hand.
-std::size_t address_space_budget() noexcept;
-// Sets the budget in bytes; 0 goes back to the automatic one. Thread-safe.
-void set_address_space_budget(std::size_t bytes) noexcept;
+// The budget: address_space_budget() and set_address_space_budget() (settings.hpp).
+
 // What a default-sized container should reserve now, given that it would like `preferred` bytes.
 // Parked reservations (the cache) are not counted: they are released when a reservation needs
 // their room: `preferred` while the live reservations + preferred stay within a quarter of the

@@ -167,12 +167,9 @@ class ConcurrentDynArray {
   // Reserves room for exactly `limit.count` elements (max_bytes: as many whole elements as fit in
   // `limit.bytes`) and their ready bytes. Errors as DynArray's.
   explicit ConcurrentDynArray(max_elements limit, ArenaOptions options = {})
-      : core_(limit.count, sizeof(T), alignof(T), options) {}
-  explicit ConcurrentDynArray(max_bytes limit, ArenaOptions options = {}) try
-      : ConcurrentDynArray(max_elements(elements_in(limit)), options) {
-  } catch (const std::length_error& e) {
-    detail::rename_constructor_error(e, "ConcurrentDynArray(max_elements)",
-                                     "ConcurrentDynArray(max_bytes)");
+      : core_(limit.count, sizeof(T), alignof(T), options, "ConcurrentDynArray(max_elements)") {}
+  explicit ConcurrentDynArray(max_bytes limit, ArenaOptions options = {})
+      : core_(elements_in(limit), sizeof(T), alignof(T), options, "ConcurrentDynArray(max_bytes)") {
   }
 
   // Empty, with no reservation and max_size() == 0: every append throws std::length_error (the

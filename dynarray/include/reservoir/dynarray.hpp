@@ -30,7 +30,6 @@
 #include <ranges>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -114,20 +113,10 @@ class DynArray {
   // in `limit.bytes`). 0 elements is std::invalid_argument; a size overflowing or exceeding the
   // address space is std::length_error (before any OS call); a refused reservation is
   // OsAllocationError (a std::bad_alloc).
-  explicit DynArray(max_elements limit, ArenaOptions options = {}) try
-      : arena_(checked_bytes(limit.count, "DynArray(max_elements)"), slot_options(options)),
-        end_(first_element()),
-        cap_(end_),
-        max_size_(limit.count) {
-    update_capacity();  // a reservation from the cache arrives with its first pages committed
-  } catch (const std::length_error& e) {
-    rethrow_as_constructor_error(e);  // the Arena's "cannot reserve", named as the user's call
-  }
-  explicit DynArray(max_bytes limit, ArenaOptions options = {}) try
-      : DynArray(max_elements(elements_in(limit)), options) {
-  } catch (const std::length_error& e) {
-    detail::rename_constructor_error(e, "DynArray(max_elements)", "DynArray(max_bytes)");
-  }
+  explicit DynArray(max_elements limit, ArenaOptions options = {})
+      : DynArray(limit, options, "DynArray(max_elements)") {}
+  explicit DynArray(max_bytes limit, ArenaOptions options = {})
+      : DynArray(max_elements(elements_in(limit)), options, "DynArray(max_bytes)") {}
 
   // count value-initialised elements, or count copies of value, as std::vector: on the default
   // reservation.
@@ -560,6 +549,16 @@ class DynArray {
   }
 
  private:
+  // The max_elements and max_bytes constructors: `call` names the one the user called, in every
+  // exception (the Arena's refusals included).
+  DynArray(max_elements limit, ArenaOptions options, const char* call)
+      : arena_(detail::make_arena(checked_bytes(limit.count, call), slot_options(options), call)),
+        end_(first_element()),
+        cap_(end_),
+        max_size_(limit.count) {
+    update_capacity();  // a reservation from the cache arrives with its first pages committed
+  }
+
   // A sub-page slot is aligned to kSubPageSlotAlignment only: more strictly aligned elements
   // keep a page-granular reservation.
   static ArenaOptions slot_options(ArenaOptions options) noexcept {
@@ -580,18 +579,6 @@ class DynArray {
                               " bytes overflow the address space");
     }
     return max_size * sizeof(T) + kSlack;
-  }
-  // A std::length_error of the reservation (more than the address space holds), with the
-  // constructor's name in place of the Arena's.
-  [[noreturn]] static void rethrow_as_constructor_error(const std::length_error& e) {
-    constexpr std::string_view kPrefix = "reservoir::";
-    std::string_view what = e.what();
-    if (what.starts_with("reservoir::DynArray")) throw;
-    if (what.starts_with(kPrefix)) what.remove_prefix(kPrefix.size());
-    if (const auto colon = what.find(": "); what.starts_with("Arena") && colon != what.npos) {
-      what.remove_prefix(colon + 2);
-    }
-    throw std::length_error("reservoir::DynArray(max_elements): " + std::string(what));
   }
   static size_type elements_in(max_bytes limit) {
     if (limit.bytes / sizeof(T) == 0) {

@@ -7,9 +7,6 @@
 #pragma once
 
 #include <cstddef>
-#include <stdexcept>
-#include <string>
-#include <string_view>
 
 namespace reservoir {
 
@@ -24,18 +21,5 @@ struct max_bytes {
   constexpr explicit max_bytes(std::size_t n) noexcept : bytes(n) {}
   std::size_t bytes;
 };
-
-namespace detail {
-// A max_bytes constructor delegates to the max_elements one: a std::length_error that names the
-// latter (`reservoir::<from>: ...`) is thrown again naming the constructor the user called.
-[[noreturn]] inline void rename_constructor_error(const std::length_error& e, std::string_view from,
-                                                  std::string_view to) {
-  const std::string prefix = "reservoir::" + std::string(from) + ": ";
-  const std::string_view what = e.what();
-  if (!what.starts_with(prefix)) throw;
-  throw std::length_error("reservoir::" + std::string(to) + ": " +
-                          std::string(what.substr(prefix.size())));
-}
-}  // namespace detail
 
 }  // namespace reservoir

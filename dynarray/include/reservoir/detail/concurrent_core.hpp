@@ -72,9 +72,10 @@ class ConcurrentCore {
   // Reserves max_size elements of element_size bytes each, the first aligned to `alignment` (a
   // power of two up to kMaxElementAlignment), and a ready byte per index. Throws
   // std::invalid_argument for max_size 0, std::length_error when the elements overflow the address
-  // space, and what Arena's constructor throws.
+  // space, and what Arena's constructor throws; every message names `call`, the constructor the
+  // user called.
   ConcurrentCore(size_type max_size, size_type element_size, size_type alignment,
-                 ArenaOptions options);
+                 ArenaOptions options, const char* call = "ConcurrentDynArray(max_elements)");
   ConcurrentCore(const ConcurrentCore&) = delete;
   ConcurrentCore& operator=(const ConcurrentCore&) = delete;
   ~ConcurrentCore() = default;
