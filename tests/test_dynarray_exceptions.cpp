@@ -1,0 +1,401 @@
+// Tests of <reservoir/dynarray.hpp>, exceptions: a throwing element or a refused commit leaves the
+// array as it was (the strong guarantee), bad sizes and ranges too long are refused.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <ranges>
+#include <span>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <reservoir/reservoir.hpp>
+
+#include "support.hpp"
+
+using reservoir::DynArray;
+using test::Tracked;
+namespace pal = reservoir::pal;
+
+namespace {
+
+// Copies throw on request; moves never do (so assign can give the strong guarantee).
+struct CopyThrows {
+  static inline int countdown = -1;
+  int value = 0;
+  explicit CopyThrows(int v) : value(v) {}
+  CopyThrows(const CopyThrows& o) : value(o.value) {
+    if (countdown >= 0 && countdown-- == 0) throw std::runtime_error("CopyThrows");
+  }
+  CopyThrows(CopyThrows&& o) noexcept : value(o.value) {}
+  CopyThrows& operator=(const CopyThrows&) = default;
+  CopyThrows& operator=(CopyThrows&&) noexcept = default;
+};
+
+// A forward iterator over "x" strings whose distances are known without reading them.
+struct Strings {
+  using value_type = std::string;
+  using difference_type = std::ptrdiff_t;
+  using iterator_concept = std::forward_iterator_tag;
+  std::size_t i = 0;
+  std::string operator*() const { return "x"; }
+  Strings& operator++() {
+    ++i;
+    return *this;
+  }
+  Strings operator++(int) { return {i++}; }
+  bool operator==(const Strings&) const = default;
+  friend difference_type operator-(const Strings& a, const Strings& b) {
+    return static_cast<difference_type>(a.i - b.i);
+  }
+};
+struct StringsRange {
+  Strings first, last;
+  Strings begin() const { return first; }
+  Strings end() const { return last; }
+};
+
+// Fills the committed memory exactly, so the next append must commit.
+template <class T>
+T make(std::size_t i) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return std::string(1, static_cast<char>(i));
+  } else {
+    return T(static_cast<int>(i));
+  }
+}
+
+template <class T>
+void fill_to_capacity(DynArray<T>& a) {
+  if (a.size() == a.capacity()) a.reserve(a.size() + 1);
+  while (a.size() < a.capacity())
+    a.emplace_back(make<T>(a.size()));
+}
+
+// Throws from its move constructor when the armed countdown reaches 0; copies never throw.
+struct MoveBomb {
+  static inline long long live = 0;
+  static inline int moves_left = -1;  // the move that finds 0 throws; -1: none
+  int value;
+  MoveBomb(int v) : value(v) { ++live; }  // NOLINT: built from the int sources below
+  MoveBomb(const MoveBomb& o) : value(o.value) { ++live; }
+  MoveBomb(MoveBomb&& o) noexcept(false) : value(o.value) {
+    if (moves_left >= 0 && moves_left-- == 0) throw std::runtime_error("move");
+    ++live;
+  }
+  MoveBomb& operator=(const MoveBomb&) = default;
+  MoveBomb& operator=(MoveBomb&&) = default;
+  ~MoveBomb() { --live; }
+};
+
+}  // namespace
+
+TEST_SUITE("dynarray") {
+  TEST_CASE("assign with a move that throws as the new elements move down: empty, nothing leaks") {
+    // The basic guarantee assign() documents for a throwing move constructor: after the throw
+    // the array is empty with capacity() as before, every element built was destroyed once, and
+    // the array is usable. Each way assign() moves elements down, a throw at every move.
+    // Fills `a` with `old`, then assigns through `assign`; the expected contents if no move throws.
+    auto run = [](const char* how, std::size_t limit, const std::vector<int>& old,
+                  const std::function<void(DynArray<MoveBomb>&)>& assign,
+                  const std::vector<int>& expected) {
+      CAPTURE(how);
+      int thrown = 0;
+      for (int at = 0; at < 8; ++at) {
+        CAPTURE(at);
+        {
+          DynArray<MoveBomb> a{reservoir::max_elements(limit)};
+          REQUIRE(a.max_size() == limit);
+          for (int v : old)
+            a.emplace_back(v);
+          const std::size_t capacity = a.capacity();
+          MoveBomb::moves_left = at;
+          try {
+            assign(a);
+            MoveBomb::moves_left = -1;
+            REQUIRE(a.size() == expected.size());
+            for (std::size_t i = 0; i < expected.size(); ++i)
+              CHECK(a[i].value == expected[i]);
+          } catch (const std::runtime_error&) {
+            MoveBomb::moves_left = -1;
+            ++thrown;
+            CHECK(a.empty());
+            CHECK(a.capacity() == capacity);
+            CHECK(MoveBomb::live == 0);
+          }
+          CHECK(MoveBomb::live == static_cast<long long>(a.size()));
+          a.emplace_back(99);  // usable
+          CHECK(a.back().value == 99);
+        }
+        CHECK(MoveBomb::live == 0);
+      }
+      CHECK(thrown > 0);  // some move did throw
+    };
+    // A single-pass source that runs into the end of the reservation: the new elements built so
+    // far move to the front (two moves), then the rest follow.
+    run("single pass", 4, {1, 2},
+        [](DynArray<MoveBomb>& a) {
+          std::istringstream in("10 20 30");
+          a.assign(std::istream_iterator<int>(in), std::istream_iterator<int>());
+        },
+        {10, 20, 30});
+    // A sized source with room past the old elements: built there, then moved down (three moves).
+    run("sized", 16, {1, 2},
+        [](DynArray<MoveBomb>& a) {
+          const std::vector<int> src{10, 20, 30};
+          a.assign(src.begin(), src.end());
+        },
+        {10, 20, 30});
+    // The array's own tail: kept, moved to the front (three moves).
+    run("own elements", 16, {1, 2, 3, 4},
+        [](DynArray<MoveBomb>& a) { a.assign(a.begin() + 1, a.end()); }, {2, 3, 4});
+  }
+
+  TEST_CASE("a throwing constructor leaves the array exactly as it was") {
+    Tracked::reset();
+    {
+      DynArray<Tracked> a(reservoir::max_elements(100'000));
+      fill_to_capacity(a);  // the next emplace_back must commit
+      const std::size_t size = a.size(), capacity = a.capacity();
+      Tracked::throw_countdown = 0;
+      CHECK_THROWS_AS(a.emplace_back(-1), std::runtime_error);
+      CHECK(a.size() == size);
+      CHECK(a.capacity() == capacity);  // the commit was undone
+      Tracked::throw_countdown = 0;
+      CHECK_THROWS_AS(a.emplace_back(-1), std::runtime_error);  // the fast path too (no commit)
+      a.pop_back();
+      Tracked::throw_countdown = 0;
+      CHECK_THROWS_AS(a.emplace_back(-1), std::runtime_error);
+      CHECK(a.size() == size - 1);
+      std::vector<Tracked> ten(10);
+      const long long live = Tracked::live();
+      Tracked::throw_countdown = 5;  // the 6th of 10 throws: the first 5 are destroyed again
+      CHECK_THROWS_AS(a.append_range(ten), std::runtime_error);
+      CHECK(a.size() == size - 1);
+      CHECK(Tracked::live() == live);
+      Tracked::throw_countdown = 3;
+      CHECK_THROWS_AS(a.resize(a.size() + 50'000), std::runtime_error);
+      CHECK(a.size() == size - 1);
+      CHECK(a.capacity() == capacity);
+      CHECK(test::first_wrong(a.size(), [&](std::size_t i) {
+              return a[i].value == static_cast<int>(i);
+            }) == a.size());
+    }
+    CHECK(Tracked::live() == 0);
+  }
+
+  TEST_CASE("the strong guarantee holds exactly with a granule that is not a power of two") {
+    // Steps grow with the array; they must stay whole granules, or undoing a commit would round
+    // to a different length than the array had before the failed append.
+    reservoir::ArenaOptions o;
+    o.commit_granule = 3 * pal::page_size();
+    Tracked::reset();
+    {
+      DynArray<Tracked> a(reservoir::max_elements(8'000'000), o);
+      int failures = 0;
+      while (a.arena().committed() < 4 * reservoir::kPopulatedStepLimit) {
+        fill_to_capacity(a);
+        const std::size_t size = a.size(), capacity = a.capacity();
+        const std::size_t committed = a.arena().committed();
+        REQUIRE(committed % a.arena().commit_granule() == 0);
+        Tracked::throw_countdown = 0;
+        REQUIRE_THROWS_AS(a.emplace_back(-1), std::runtime_error);
+        ++failures;
+        REQUIRE(a.size() == size);
+        REQUIRE(a.capacity() == capacity);
+        REQUIRE(a.arena().committed() == committed);
+        a.emplace_back(static_cast<int>(size));
+      }
+      CHECK(a.arena().commit_step() > a.arena().commit_granule());
+      // One failure per step: doubling from 3 pages to 8 MiB takes about log2(8 MiB / granule)
+      // steps; bounded steps take more.
+      const auto steps =
+          std::bit_width(4 * reservoir::kPopulatedStepLimit / a.arena().commit_granule());
+      CHECK(failures >= static_cast<int>(steps) - 1);
+      CHECK(test::first_wrong(a.size(), [&](std::size_t i) {
+              return a[i].value == static_cast<int>(i);
+            }) == a.size());
+    }
+    CHECK(Tracked::live() == 0);
+  }
+
+  TEST_CASE("filled to its real capacity, one more append is refused and nothing is lost") {
+    DynArray<int> a(reservoir::max_elements(100'000));
+    CHECK(a.max_size() == 100'000);
+    for (int i = 0; i < 100'000; ++i)
+      a.push_back(i);
+    CHECK_FALSE(a.try_push_back(1));
+    CHECK(a.try_emplace_back(1) == nullptr);
+    CHECK_THROWS_AS(a.push_back(1), std::length_error);
+    CHECK_THROWS_AS(a.reserve(100'001), std::length_error);
+    CHECK_THROWS_AS(a.resize(100'001), std::length_error);
+    CHECK_THROWS_AS(a.append_range(std::vector<int>{1}), std::length_error);
+    CHECK(a.size() == 100'000);
+    for (int i = 0; i < 100'000; ++i)
+      REQUIRE(a[static_cast<std::size_t>(i)] == i);
+    a.pop_back();
+    CHECK(a.try_push_back(7));
+    CHECK(a.back() == 7);
+  }
+
+  TEST_CASE("a refused commit is bad_alloc with the OS reason; the array is unchanged") {
+    DynArray<std::string> a(reservoir::max_elements(1'000'000));
+    fill_to_capacity(a);
+    const std::size_t size = a.size(), capacity = a.capacity();
+    {
+      test::FaultGuard fault(pal::Op::commit, 0, 3);
+      try {
+        a.push_back("x");
+        FAIL("should have thrown");
+      } catch (const reservoir::OsAllocationError& e) {
+        CHECK(std::string(e.what()).find("cannot commit") == 0);
+      }
+      CHECK_FALSE(a.try_push_back(std::string("y")));
+      CHECK_THROWS_AS(a.resize(size + 10), std::bad_alloc);
+    }
+    CHECK(a.size() == size);
+    CHECK(a.capacity() == capacity);
+    CHECK(test::first_wrong(size, [&](std::size_t i) { return a[i] == make<std::string>(i); }) ==
+          size);
+    a.push_back("z");  // usable afterwards
+    CHECK(a.back() == "z");
+  }
+
+  TEST_CASE("bad sizes are rejected with a clear exception") {
+    CHECK_THROWS_AS((void)DynArray<int>(reservoir::max_elements(0)), std::invalid_argument);
+    CHECK_THROWS_AS(
+        (void)DynArray<int>(reservoir::max_elements(std::numeric_limits<std::size_t>::max())),
+        std::length_error);
+    if constexpr (sizeof(void*) >= 8) {
+      CHECK_THROWS_AS((void)DynArray<int>(reservoir::max_elements(std::size_t{1} << 60)),
+                      std::length_error);
+    }
+    {
+      // Past a sub-page slot (whose run, refused, would fall back to a page-granular slot).
+      test::FaultGuard fault(pal::Op::reserve);
+      CHECK_THROWS_AS((void)DynArray<int>(reservoir::max_elements(4096)), std::bad_alloc);
+    }
+    {
+      test::FaultGuard fault(pal::Op::reserve, 0, 1000);  // every fallback refused too
+      DynArray<int> lazy;  // default construction never reserves, so never fails
+      CHECK_FALSE(lazy.try_push_back(1));
+      CHECK(lazy.empty());
+    }
+  }
+
+  TEST_CASE("a range longer than max_size() on a never-reserved array is length_error") {
+    // The reserve step throws before any reservation exists; the cleanup must not touch the
+    // (empty) arena's granule.
+    static_assert(std::forward_iterator<Strings> && std::sized_sentinel_for<Strings, Strings>);
+    const std::size_t too_many = DynArray<std::string>().max_size() + 1;
+    const StringsRange strings{Strings{0}, Strings{too_many}};
+    DynArray<std::string> a;
+    CHECK_THROWS_AS(a.append_range(strings), std::length_error);
+    CHECK(a.empty());
+    CHECK_THROWS_AS(a.insert(a.end(), strings.begin(), strings.end()), std::length_error);
+    CHECK(a.empty());
+    CHECK_THROWS_AS(DynArray<std::string>(strings.begin(), strings.end()), std::length_error);
+    DynArray<std::string> b;
+    DynArray<std::string> c = std::move(b);
+    CHECK_THROWS_AS(b.append_range(strings), std::length_error);  // moved-from: the same
+    CHECK(b.empty());
+    b.push_back("still usable");
+    CHECK(b.size() == 1);
+  }
+
+  TEST_CASE("assign past capacity() whose element copy throws keeps the old contents") {
+    DynArray<CopyThrows> a(reservoir::max_elements(100'000));
+    a.emplace_back(1);
+    a.emplace_back(2);
+    while (a.size() < a.capacity())
+      a.emplace_back(3);
+    const std::size_t size = a.size();
+    const std::size_t capacity = a.capacity();
+    std::vector<CopyThrows> source(capacity + 5, CopyThrows(9));
+    CopyThrows::countdown = 3;
+    CHECK_THROWS_AS(a.assign(source.begin(), source.end()), std::runtime_error);
+    CopyThrows::countdown = -1;
+    REQUIRE(a.size() == size);
+    CHECK(a.capacity() == capacity);
+    CHECK(a[0].value == 1);
+    CHECK(a[1].value == 2);
+    a.assign(source.begin(), source.end());
+    CHECK(a.size() == source.size());
+    CHECK(a[0].value == 9);
+  }
+
+  TEST_CASE("every assignment whose copy throws keeps size, elements and capacity") {
+    auto values = [](const DynArray<CopyThrows>& x) {
+      std::vector<int> out;
+      for (const CopyThrows& e : x)
+        out.push_back(e.value);
+      return out;
+    };
+    // assign(count, value) past capacity(): the old contents stay.
+    {
+      DynArray<CopyThrows> v(3, CopyThrows(1));
+      const std::size_t capacity = v.capacity();
+      CopyThrows::countdown = 2;
+      CHECK_THROWS_AS(v.assign(capacity + 10, CopyThrows(2)), std::runtime_error);
+      CopyThrows::countdown = -1;
+      CHECK(values(v) == std::vector<int>{1, 1, 1});
+      CHECK(v.capacity() == capacity);
+    }
+    // Into an empty array, past capacity(): it stays empty, capacity() as before.
+    {
+      const std::vector<CopyThrows> big(5000, CopyThrows(3));
+      DynArray<CopyThrows> v;
+      v.reserve(10);
+      const std::size_t capacity = v.capacity();
+      CopyThrows::countdown = 1000;
+      CHECK_THROWS_AS(v.assign(big.begin(), big.end()), std::runtime_error);
+      CHECK(v.empty());
+      CHECK(v.capacity() == capacity);
+      DynArray<CopyThrows> source(big.begin(), big.end());
+      CopyThrows::countdown = 1000;
+      CHECK_THROWS_AS(v = source, std::runtime_error);
+      CopyThrows::countdown = -1;
+      CHECK(v.empty());
+      CHECK(v.capacity() == capacity);
+    }
+    // New contents that fit in capacity(): v stays whole (they were written over the old ones).
+    {
+      DynArray<CopyThrows> v(3, CopyThrows(4));
+      const DynArray<CopyThrows> six(6, CopyThrows(5));
+      REQUIRE(six.size() <= v.capacity());
+      const std::size_t capacity = v.capacity();
+      for (int k = 0; k < 6; ++k) {
+        CAPTURE(k);
+        CopyThrows::countdown = k;
+        CHECK_THROWS_AS(v = six, std::runtime_error);
+        CopyThrows::countdown = k;
+        CHECK_THROWS_AS(v.assign(six.begin(), six.end()), std::runtime_error);
+        CopyThrows::countdown = k;
+        CHECK_THROWS_AS(v.assign({CopyThrows(6), CopyThrows(6), CopyThrows(6), CopyThrows(6),
+                                  CopyThrows(6), CopyThrows(6)}),
+                        std::runtime_error);
+        CopyThrows::countdown = k;
+        CHECK_THROWS_AS(v.assign(6, six[0]), std::runtime_error);
+        CopyThrows::countdown = -1;
+        CHECK(values(v) == std::vector<int>{4, 4, 4});
+        CHECK(v.capacity() == capacity);
+      }
+      v = six;
+      CHECK(values(v) == std::vector<int>{5, 5, 5, 5, 5, 5});
+    }
+  }
+}
