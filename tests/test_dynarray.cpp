@@ -526,14 +526,27 @@ TEST_SUITE("dynarray") {
 
   TEST_CASE("a refused default reservation falls back to a smaller one") {
     // The pool's chunk of 64 GiB slots, where one is tried (FaultGuard trims the pools: none is
-    // free or uncarved), then 64 GiB and 32 GiB of its own are refused.
+    // free or uncarved), then 64 GiB of its own and the chunk of 1 GiB slots are refused: the
+    // array takes the next default tier (1 GiB) in a mapping of its own, not a size of no tier.
     const std::uint64_t chunks = chunk_reserves();
     test::FaultGuard fault(pal::Op::reserve, 0, chunks + 2);
     DynArray<int> a;
     CHECK(a.max_size() == DynArray<int>::default_max_size());
     a.push_back(1);
-    CHECK(a.max_size() == reservoir::kDefaultReserveBytes / 4 / sizeof(int));
-    CHECK(a.arena().reserved() >= reservoir::kDefaultReserveBytes / 4);
+    CHECK(a.max_size() == reservoir::kDefaultTierReduced / sizeof(int));
+    CHECK(a.arena().reserved() >= reservoir::kDefaultTierReduced);
+    CHECK(a.max_size() < reservoir::kDefaultReserveBytes / 4 / sizeof(int));
+    CHECK(a[0] == 1);
+  }
+
+  TEST_CASE("a default reservation refused at every tier but the least takes the least") {
+    // Refused: the 64 GiB chunk (where tried), 64 GiB, the 1 GiB chunk (where tried: as the
+    // 64 GiB one) and 1 GiB. Next is kMinDefaultReserveBytes, the least tier, never a half.
+    const std::uint64_t chunks = chunk_reserves();
+    test::FaultGuard fault(pal::Op::reserve, 0, 2 * chunks + 2);
+    DynArray<int> a;
+    a.push_back(1);
+    CHECK(a.max_size() == reservoir::kMinDefaultReserveBytes / sizeof(int));
     CHECK(a[0] == 1);
   }
 

@@ -204,18 +204,19 @@ class Arena {
   friend void swap(Arena& a, Arena& b) noexcept;
 
  private:
-  // What the growth policy (detail::plan_step) is told of this arena now, for a commit past
-  // `bytes` (0: the next step).
-  detail::GrowthState growth_state(std::size_t bytes = 0) const noexcept;
-  // Commits [committed_, step.target), populates step.populated of it; committed_ = step.target.
-  std::error_code take_step(const detail::PlannedStep& step) noexcept;
-  // Commits so that committed_ >= bytes. bytes <= reserved_ is the caller's check.
-  std::error_code commit_to(std::size_t bytes, Populate populate = Populate::all) noexcept;
+  // The committed prefix's growth (arena_commit.cpp): asks the growth policy for each step, once
+  // per growth, and takes it. Defined inside the library only.
+  struct Growth;
+  // Commits so that committed_ >= bytes (bytes <= reserved_ is the caller's check). On failure
+  // *step_bytes is the length of the step that was refused first.
+  std::error_code commit_to(std::size_t bytes, Populate populate, std::size_t* step_bytes) noexcept;
   // The paths of grow()/try_grow() that must commit or fail; kept out of line and cold.
   void* grow_slow(std::size_t n);
   void* try_grow_slow(std::size_t n) noexcept;
-  // Throws the exception for a failed growth to `bytes` with error `ec`.
-  [[noreturn]] void throw_growth_error(std::size_t bytes, std::error_code ec) const;
+  // Throws the exception for a failed growth to `bytes` with error `ec` (none: past the
+  // reservation), whose refused step was `step_bytes` long.
+  [[noreturn]] void throw_growth_error(std::size_t bytes, std::error_code ec,
+                                       std::size_t step_bytes = 0) const;
   // Gives the reservation back to the provider; the arena is empty afterwards.
   void release_all() noexcept;
 
