@@ -71,7 +71,8 @@ struct GrowthPlan {
 namespace growth {
 
 // The target: whole `unit`s past `bytes`, capped at the end of the reservation.
-constexpr std::size_t target_in(const GrowthState& s, std::size_t bytes, std::size_t unit) noexcept {
+constexpr std::size_t target_in(const GrowthState& s, std::size_t bytes,
+                                std::size_t unit) noexcept {
   const std::size_t rem = bytes % unit;
   if (rem == 0) return bytes < s.reserved ? bytes : s.reserved;
   if (bytes > static_cast<std::size_t>(-1) - (unit - rem)) return s.reserved;
@@ -124,7 +125,7 @@ constexpr void finish(const GrowthState& s, std::size_t bytes, Populate populate
 //   - geometric where committing is a permission change only (prefault off, or huge pages in
 //     effect) and no memory limit is in force: each step doubles the committed prefix;
 //   - bounded otherwise: doubling up to kDoublingStepLimit, then at least that and at least
-//     committed/8, never more than kPopulatedStepLimit.
+//     committed/8, never more than kBoundedStepLimit.
 // Whether huge pages are in effect is asked only where the answer can change the step: with
 // prefault, from kDoublingStepLimit on (below it both policies take the same doubling steps);
 // without it, once there is a step to take that reaches past kHugePageThreshold (below it nothing
@@ -139,7 +140,8 @@ constexpr GrowthPlan plan_growth(const GrowthState& s, std::size_t bytes,
   const auto ask_huge = [&] {
     return s.huge_pages && s.huge_pages_in_effect != nullptr && s.huge_pages_in_effect();
   };
-  if (s.prefault) plan.huge_pages = (std::max)(bytes, s.committed) >= kDoublingStepLimit && ask_huge();
+  if (s.prefault)
+    plan.huge_pages = (std::max)(bytes, s.committed) >= kDoublingStepLimit && ask_huge();
   p.geometric = !s.limit_in_force && (!s.prefault || plan.huge_pages);
   // 1. The step: a power-of-two number of granules, at most max_step.
   const std::size_t held = s.committed / g;
@@ -152,7 +154,7 @@ constexpr GrowthPlan plan_growth(const GrowthState& s, std::size_t bytes,
                                       held, (std::max)(kDoublingStepLimit / g, std::size_t{1}))));
     if (const std::size_t eighth = s.committed / 8 / g; eighth > 1)
       step = (std::max)(step, g * std::bit_floor(eighth));
-    const std::size_t cap = (std::max)(g, kPopulatedStepLimit - kPopulatedStepLimit % g);
+    const std::size_t cap = (std::max)(g, kBoundedStepLimit - kBoundedStepLimit % g);
     p.step = (std::min)({step, cap, s.max_step});
   }
   // 2. The target: whole steps past `bytes`, capped at the end; the retry's, whole granules.

@@ -50,7 +50,7 @@ struct ArenaOptions {
   //     past kHugePageThreshold.
   //   - bounded (prefault on and no huge pages, or a memory limit in force with
   //     respect_memory_limit): doubling up to kDoublingStepLimit, then at least that and at least
-  //     committed()/8, never more than kPopulatedStepLimit: every step is populated (and charged
+  //     committed()/8, never more than kBoundedStepLimit: every step is populated (and charged
   //     against the memory limit) at once, so no step may cost more than that.
   // A geometric step the OS or the limit refuses is retried as the smallest step that fits the
   // request. 0 means kDefaultMaxCommitStep; set it equal to commit_granule for fixed steps.
@@ -64,17 +64,22 @@ struct ArenaOptions {
 
   // Back each newly committed step with RAM at once (Linux MADV_POPULATE_WRITE, then a store
   // per page; elsewhere the stores alone), so no append takes a page fault: a flat p99.99, paid
-  // for with one append per step that waits for the whole step's population (up to
-  // kPopulatedStepLimit of population; docs/big-arrays.md has the figures) and two
-  // system calls per step. Off (the default), committing is a permission change in geometric
-  // steps (O(log n) calls) and each page is backed by the append that first writes it, as
-  // std::vector's reserved buffer is: the same throughput and worst append as vector + exact
-  // reserve (the figures that chose it: docs/big-arrays.md). Under a memory limit steps are
+  // for with one append per step that waits for the step's population (bounded steps: at most
+  // kBoundedStepLimit) and two system calls per step (one in an open pool chunk). On (the default
+  // on Linux), where a page populated ahead costs less than a page fault, appends fill the array
+  // faster than faults would (the figures that chose it: docs/big-arrays.md). Off (the default
+  // elsewhere, where populating is the same first touches taken in the commit), committing is a
+  // permission change in geometric steps (O(log n) calls) and each page is backed by the append
+  // that first writes it, as std::vector's reserved buffer is. Under a memory limit steps are
   // bounded and populated either way, so that each is charged as it is backed. If the populate
   // call itself is refused (ENOMEM), the step is undone and reported as OsAllocationError; but
   // under a memory cgroup the populate meets the OOM killer exactly as a first touch would,
   // which is what respect_memory_limit prevents.
+#if defined(__linux__)
+  bool prefault = true;
+#else
   bool prefault = false;
+#endif
 
   // On destruction, keep the reservation in a small process-wide cache, with up to
   // kDoublingStepLimit of it still committed (whole granules, at least one, at most one
@@ -232,8 +237,9 @@ class Arena {
                    // mapping of its own
   };
   static constexpr unsigned kFlagBits = 6;
-  static constexpr std::uint16_t kDefaultFlags =
-      kGuardPages | kReuseReservation | kHugePages | kRespectMemoryLimit;
+  static constexpr std::uint16_t kDefaultFlags = kGuardPages | kReuseReservation | kHugePages |
+                                                 kRespectMemoryLimit |
+                                                 (ArenaOptions{}.prefault ? kPrefault : 0);
   static std::uint16_t flags_of(const ArenaOptions& o) noexcept;
 
   // A pool slot's mapping is its pool's chunk, so it has no offset of its own: the offset field

@@ -74,6 +74,14 @@ inline constexpr std::size_t kDefaultMaxCommitStep = std::size_t{128} << 20;
 // for no more population than the first touch of a huge page costs.
 inline constexpr std::size_t kPopulatedStepLimit = detail::kHugePageSize;
 
+// The largest bounded step (the policy of populated steps: prefault on without huge pages, or a
+// memory limit in force): 256 KiB, 64 pages of 4 KiB. Each such step is populated by the append
+// that needs it, so this bounds what one append waits for to 64 pages' population, about what one
+// page fault can cost where the host stalls; and a step fits in a core's L2 cache many times over,
+// so the appends that follow write the lines the population has just zeroed.
+inline constexpr std::size_t kBoundedStepLimit = std::size_t{256} << 10;
+static_assert(kBoundedStepLimit >= kDoublingStepLimit && kBoundedStepLimit <= kPopulatedStepLimit);
+
 // With huge_pages, the offset from which the reservation is advised for transparent huge pages.
 // Below it an array uses 4 KiB pages only, so one that holds less than 4 MiB has the RSS it had
 // without huge pages; past it RSS is round_up(size, 2 MiB) at most: at most 2 MiB, under 1/2 of
