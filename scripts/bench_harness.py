@@ -4,11 +4,12 @@
     scripts/bench_harness.py [--build build/release] [--sizes 1e6,1e7,1e8] [--runs 5]
                              [--types int,string,unique_ptr]
 
-For each size: the harness's programs (floor, vector_reserve, dynarray, dynarray_populate, vector),
+For each size: the harness's programs (floor, vector_reserve, dynarray, dynarray_faults, vector),
 one process per run, nothing warmed, RUNS runs in alternating order, medians; then
 reservoir-bench's own throughput cells for floor, vector_reserve and dynarray at that size (--reps
 RUNS, medians). Prints the machine's first-touch fault cost, the harness's ratios (DynArray, with
-the default population, left to faults, and with every step populated ahead, against the floor
+the default population (on Linux every bounded step populated ahead) and with population left to
+faults (prefault off), against the floor
 and against vector + exact reserve) and, per contender, bench median / harness median: the bench
 agrees with the harness where that is within 10%. With --types string or unique_ptr, also std::vector
 against DynArray of 15-character strings or std::unique_ptr<int> (programs harness_*_string,
@@ -23,8 +24,8 @@ import subprocess
 import sys
 import tempfile
 
-# dynarray_populate: DynArray with every step populated ahead (prefault on), the other policy
-HARNESS = ["floor", "vector_reserve", "dynarray", "dynarray_populate", "vector"]
+# dynarray_faults: DynArray with population left to faults (prefault off), the other policy
+HARNESS = ["floor", "vector_reserve", "dynarray", "dynarray_faults", "vector"]
 BENCH = ["floor", "vector_reserve", "dynarray"]  # the bench cells held against the harness
 
 
@@ -115,7 +116,7 @@ def main():
                 print(f"{elem:<11}{n:>6.0e}  {c:<18}{med[c] * 1e3:>10.2f}ms{bench_text:>12}"
                       f"{ratio_text:>15}{faults[c]:>10.0f}")
             if elem == "int":
-                for d, name in (("dynarray", "DynArray"), ("dynarray_populate", "DynArray, populated")):
+                for d, name in (("dynarray", "DynArray"), ("dynarray_faults", "DynArray, left to faults")):
                     print(f"{'':>17}  harness: {name} {med[d] / med['floor']:.2f}x the floor, "
                           f"{med[d] / med['vector_reserve']:.2f}x vector + exact reserve, "
                           f"{med[d] / med['vector']:.2f}x std::vector (time ratios)")

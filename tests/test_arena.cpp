@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "arena_testing.hpp"
 #include "support.hpp"
 
 using reservoir::Arena;
@@ -96,7 +97,8 @@ TEST_SUITE("arena") {
   }
 
   TEST_CASE(
-      "the default steps: geometric and unpopulated; under a memory limit bounded, populated") {
+      "the default steps: populated and bounded on Linux, geometric and unpopulated elsewhere; "
+      "under a memory limit bounded, populated") {
     namespace d = reservoir::detail;
     d::GrowthState s;
     s.committed = kMiB;
@@ -104,20 +106,107 @@ TEST_SUITE("arena") {
     s.granule = 4096;
     s.max_step = reservoir::kDefaultMaxCommitStep;
     s.prefault = reservoir::ArenaOptions{}.prefault;
+#if defined(__linux__)
+    // Linux: each step populated ahead (a populated page costs less than a fault), at most
+    // kBoundedStepLimit at a time, so no append waits for more.
+    CHECK(s.prefault);
+    const d::PlannedStep populated =
+        d::plan_growth(s, s.committed + 1, reservoir::Populate::all).step;
+    CHECK_FALSE(populated.geometric);
+    CHECK(populated.target - s.committed <= reservoir::kBoundedStepLimit);
+    CHECK(populated.populated == populated.target - s.committed);
+#else
     CHECK_FALSE(s.prefault);
-    // No limit: a doubling permission change; the pages are backed by the appends' first writes.
-    const d::PlannedStep free_step = d::plan_step(s, s.committed + 1, reservoir::Populate::all);
+#endif
+    s.prefault = false;
+    // Without prefault (the default elsewhere) and no limit: a doubling permission change; the
+    // pages are backed by the appends' first writes.
+    const d::PlannedStep free_step =
+        d::plan_growth(s, s.committed + 1, reservoir::Populate::all).step;
     CHECK(free_step.geometric);
     CHECK(free_step.target == 2 * kMiB);
     CHECK(free_step.populated == 0);
     // A limit in force: a bounded step, populated as it is charged, so that the next reading of
     // the usage sees it (an unpopulated charged step would be invisible to it).
     s.limit_in_force = true;
-    const d::PlannedStep limited = d::plan_step(s, s.committed + 1, reservoir::Populate::all);
+    const d::PlannedStep limited =
+        d::plan_growth(s, s.committed + 1, reservoir::Populate::all).step;
     CHECK_FALSE(limited.geometric);
     CHECK(limited.target - s.committed <= reservoir::kPopulatedStepLimit);
+    CHECK(limited.target - s.committed <= reservoir::kBoundedStepLimit);
     CHECK(limited.populated == limited.target - s.committed);
     CHECK(limited.charge == limited.populated);
+  }
+
+  TEST_CASE("one plan a growth: huge pages asked about once, only where the answer can matter") {
+    namespace d = reservoir::detail;
+    static int asked = 0;
+    asked = 0;
+    d::GrowthState s;
+    s.reserved = std::size_t{1} << 30;
+    s.granule = 4096;
+    s.max_step = reservoir::kDefaultMaxCommitStep;
+    s.huge_pages = true;
+    s.huge_pages_in_effect = []() noexcept {
+      ++asked;
+      return true;
+    };
+    // Without prefault: not asked for a step that stays below kHugePageThreshold, nor where
+    // there is nothing to commit; asked once for the step that reaches past it, which advises.
+    s.prefault = false;
+    s.committed = kMiB;
+    d::GrowthPlan plan = d::plan_growth(s, kMiB + 1, reservoir::Populate::all);
+    CHECK(asked == 0);
+    CHECK(plan.step.target == 2 * kMiB);
+    CHECK_FALSE(plan.huge_pages);
+    (void)d::plan_growth(s, kMiB, reservoir::Populate::all);
+    CHECK(asked == 0);
+    s.committed = reservoir::kHugePageThreshold;
+    plan = d::plan_growth(s, s.committed + 1, reservoir::Populate::all);
+    CHECK(asked == 1);
+    CHECK(plan.huge_pages);
+    CHECK(plan.step.advise_huge);
+    CHECK(plan.step.populated == 0);
+    // With prefault: not asked below kDoublingStepLimit (both policies double there); from it on
+    // asked once, for the step and its retry together.
+    s.prefault = true;
+    s.committed = reservoir::kDoublingStepLimit / 4;
+    plan = d::plan_growth(s, s.committed + 1, reservoir::Populate::all);
+    CHECK(asked == 1);
+    CHECK(plan.step.target == reservoir::kDoublingStepLimit / 2);
+    s.committed = 64 * kMiB;
+    plan = d::plan_growth(s, s.committed + 1, reservoir::Populate::all);
+    CHECK(asked == 2);
+    CHECK(plan.step.geometric);
+    CHECK(plan.step.target == 128 * kMiB);
+    // The retry: the smallest step that holds the request, planned with the step.
+    CHECK(plan.retry.target == 64 * kMiB + 4096);
+    CHECK(plan.retry.geometric);
+    // A retry that would save less than kPopulatedStepLimit is none.
+    s.committed = kMiB;
+    plan = d::plan_growth(s, s.committed + 1, reservoir::Populate::all);
+    CHECK(asked == 3);
+    CHECK(plan.step.target == 2 * kMiB);
+    CHECK(plan.retry.target == 0);
+    // Without the option nothing is asked.
+    s.huge_pages = false;
+    plan = d::plan_growth(s, s.committed + 1, reservoir::Populate::all);
+    CHECK(asked == 3);
+    CHECK_FALSE(plan.step.geometric);
+  }
+
+  TEST_CASE("the policy's other rules: what a parked reservation keeps, which ranges get a call") {
+    namespace d = reservoir::detail;
+    // The doubling steps, whole granules, at least one, at most one max_commit_step.
+    CHECK(d::parked_keep(4096, reservoir::kDefaultMaxCommitStep) == reservoir::kDoublingStepLimit);
+    CHECK(d::parked_keep(4096, 8192) == 8192);
+    CHECK(d::parked_keep(24576, reservoir::kDefaultMaxCommitStep) == 49152);
+    CHECK(d::parked_keep(std::size_t{1} << 20, std::size_t{1} << 20) == std::size_t{1} << 20);
+    CHECK_FALSE(d::populate_by_call(reservoir::kDoublingStepLimit - 4096));
+    CHECK(d::populate_by_call(reservoir::kDoublingStepLimit));
+    // The 2 MiB quantities that derive from the huge page.
+    static_assert(reservoir::kPopulatedStepLimit == d::kHugePageSize);
+    static_assert(reservoir::kHugePageThreshold == 2 * d::kHugePageSize);
   }
 
   TEST_CASE("bounded steps: at least kDoublingStepLimit and committed/8, at most 2 MiB") {
@@ -180,7 +269,8 @@ TEST_SUITE("arena") {
     }
   }
 
-  TEST_CASE("bounded steps grow with the arena up to 2 MiB; large arenas are 2 MiB aligned") {
+  TEST_CASE(
+      "bounded steps grow with the arena up to kBoundedStepLimit; large arenas are 2 MiB aligned") {
     pal::testing::set_transparent_huge_pages(0);
     ArenaOptions populated;
     populated.prefault = true;
@@ -192,6 +282,7 @@ TEST_SUITE("arena") {
       const std::size_t step = a.commit_step();
       CHECK(step >= a.commit_granule());
       CHECK(step <= reservoir::kPopulatedStepLimit);
+      CHECK(step <= reservoir::kBoundedStepLimit);
       CHECK((step & (step - 1)) == 0);
       if (step != last_step) ++steps_seen, last_step = step;
       a.grow(4096);
@@ -199,11 +290,13 @@ TEST_SUITE("arena") {
       REQUIRE(a.committed() >= a.size());
       REQUIRE(a.committed() - a.size() < a.commit_step());
     }
-    CHECK(a.commit_step() == reservoir::kPopulatedStepLimit);
-    CHECK(steps_seen >= 5);  // 64 KiB, 128, 256, 512 KiB, 1, 2 MiB
-    // 100 MiB took about 50 two-MiB steps plus ~40 while the step ramped up (8 per doubling from
-    // 64 KiB), not the 1600 calls of fixed 64 KiB granules.
-    CHECK(pal::testing::calls(pal::Op::commit) - commits < 100);
+    CHECK(a.commit_step() == reservoir::kBoundedStepLimit);
+    CHECK(steps_seen >= 3);  // 64, 128, 256 KiB
+    // The contract: one commit a step, each step at most kBoundedStepLimit (what one append may
+    // wait to populate). 100 MiB took 400 steps of 256 KiB plus ~16 while the step ramped up (8
+    // per doubling from 64 KiB), not the 1600 calls of fixed 64 KiB granules.
+    CHECK(pal::testing::calls(pal::Op::commit) - commits <
+          100 * kMiB / reservoir::kBoundedStepLimit + 40);
     // Small arenas are not over-aligned.
     Arena small(kMiB);
     CHECK(small.reserved() < 2 * kMiB);

@@ -106,14 +106,27 @@ TEST_SUITE("dynarray") {
 
   TEST_CASE("a refused default reservation falls back to a smaller one") {
     // The pool's chunk of 64 GiB slots, where one is tried (FaultGuard trims the pools: none is
-    // free or uncarved), then 64 GiB and 32 GiB of its own are refused.
+    // free or uncarved), then 64 GiB of its own and the chunk of 1 GiB slots are refused: the
+    // array takes the next default tier (1 GiB) in a mapping of its own, not a size of no tier.
     const std::uint64_t chunks = chunk_reserves();
     test::FaultGuard fault(pal::Op::reserve, 0, chunks + 2);
     DynArray<int> a;
     CHECK(a.max_size() == DynArray<int>::default_max_size());
     a.push_back(1);
-    CHECK(a.max_size() == reservoir::kDefaultReserveBytes / 4 / sizeof(int));
-    CHECK(a.arena().reserved() >= reservoir::kDefaultReserveBytes / 4);
+    CHECK(a.max_size() == reservoir::kDefaultTierReduced / sizeof(int));
+    CHECK(a.arena().reserved() >= reservoir::kDefaultTierReduced);
+    CHECK(a.max_size() < reservoir::kDefaultReserveBytes / 4 / sizeof(int));
+    CHECK(a[0] == 1);
+  }
+
+  TEST_CASE("a default reservation refused at every tier but the least takes the least") {
+    // Refused: the 64 GiB chunk (where tried), 64 GiB, the 1 GiB chunk (where tried: as the
+    // 64 GiB one) and 1 GiB. Next is kMinDefaultReserveBytes, the least tier, never a half.
+    const std::uint64_t chunks = chunk_reserves();
+    test::FaultGuard fault(pal::Op::reserve, 0, 2 * chunks + 2);
+    DynArray<int> a;
+    a.push_back(1);
+    CHECK(a.max_size() == reservoir::kMinDefaultReserveBytes / sizeof(int));
     CHECK(a[0] == 1);
   }
 
@@ -181,8 +194,9 @@ TEST_SUITE("dynarray") {
   }
 
   TEST_CASE("push_back to 1e8 ints, population left to faults: at most 32 mmap/mprotect/madvise") {
-    // A default array (prefault off): every step is a permission change only, and steps
-    // double the committed prefix (up to max_commit_step), so the calls grow with log n. Under a
+    // An array of the default reservation with prefault off (the default off Linux): every step
+    // is a permission change only, and steps double the committed prefix (up to
+    // max_commit_step), so the calls grow with log n. Under a
     // memory limit steps are bounded (each is charged as it is written): where the process has
     // one, the count is taken with the check off.
     const bool limited = reservoir::memory_limit_headroom() != reservoir::kMemoryLimitOff;
@@ -200,7 +214,54 @@ TEST_SUITE("dynarray") {
     };
     // Under valgrind 1e7 (the bound holds a fortiori; 1e8 appends there take minutes).
     const std::size_t kN = test::under_valgrind() ? 10'000'000 : 100'000'000;
-    CHECK_FALSE(reservoir::ArenaOptions{}.prefault);  // the default policy is the one counted
+    reservoir::ArenaOptions faults;
+    faults.prefault = false;
+    CHECK_FALSE(faults.prefault);  // the policy counted: population left to faults
+    const std::uint64_t before = calls();
+    std::optional<DynArray<int>> made;
+    try {
+      made.emplace(reservoir::max_elements(DynArray<int>::default_max_size()), faults);
+    } catch (const reservoir::OsAllocationError& e) {
+      MESSAGE("the default reservation is refused here (" << e.what() << "): skipped");
+    }
+    if (made) {
+      DynArray<int>& a = *made;
+      a.push_back(0);
+      const int* const first = a.data();  // a default array reserves at its first element
+      for (std::size_t i = 1; i < kN; ++i)
+        a.push_back(static_cast<int>(i));
+      const std::uint64_t n = calls() - before;
+      MESSAGE(n << " mmap/mprotect/madvise calls for " << kN << " ints");
+      CHECK(n <= 32);
+      CHECK(a.data() == first);
+      CHECK(a[kN / 3] == static_cast<int>(kN / 3));
+      CHECK(a.back() == static_cast<int>(kN - 1));
+      made.reset();
+    }
+    if (limited) reservoir::set_memory_limit(reservoir::kMemoryLimitAuto);
+  }
+
+  TEST_CASE("push_back to 1e8 ints, the default population: two calls a bounded step at most") {
+    // A default array. On Linux (prefault on) the contract is: populating steps costs two calls a
+    // step (the commit and the populate), each step at most kBoundedStepLimit; elsewhere (prefault
+    // off) the geometric steps' log n bound of the test above. Under a memory limit steps are
+    // bounded whatever the option says: where the process has one, the count is taken with the
+    // check off, so that it is the default policy's.
+    const bool limited = reservoir::memory_limit_headroom() != reservoir::kMemoryLimitOff;
+    if (limited) {
+      MESSAGE("a memory limit is in force here: counted with set_memory_limit(kMemoryLimitOff)");
+      reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
+    }
+    reservoir::clear_reservation_cache();
+    const auto calls = [] {
+      std::uint64_t n = 0;  // every pal call that is an mmap, mprotect or madvise
+      for (const pal::Op op : {pal::Op::reserve, pal::Op::commit, pal::Op::decommit,
+                               pal::Op::prefault, pal::Op::advise, pal::Op::guard})
+        n += pal::testing::calls(op);
+      return n;
+    };
+    // Under valgrind 1e7 (the bound holds a fortiori; 1e8 appends there take minutes).
+    const std::size_t kN = test::under_valgrind() ? 10'000'000 : 100'000'000;
     const std::uint64_t before = calls();
     std::optional<DynArray<int>> made;
     try {
@@ -216,7 +277,13 @@ TEST_SUITE("dynarray") {
         a.push_back(static_cast<int>(i));
       const std::uint64_t n = calls() - before;
       MESSAGE(n << " mmap/mprotect/madvise calls for " << kN << " ints");
-      CHECK(n <= 32);
+      const std::size_t steps = kN * sizeof(int) / reservoir::kBoundedStepLimit;
+      if (reservoir::ArenaOptions{}.prefault) {
+        CHECK(n >= steps);             // every bounded step is a call at least ...
+        CHECK(n <= 2 * (steps + 40));  // ... and two at most (+ the ramp and the reservation)
+      } else {
+        CHECK(n <= 32);
+      }
       CHECK(a.data() == first);
       CHECK(a[kN / 3] == static_cast<int>(kN / 3));
       CHECK(a.back() == static_cast<int>(kN - 1));

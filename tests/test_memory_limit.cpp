@@ -303,7 +303,7 @@ RESERVOIR_CHILD("memory_limit.first_array_reads_nothing") {
   // A sanitizer's runtime reads /proc files of its own (the memory map) as the process maps memory.
   if (after - before != own && !kAddressSanitizer && !kThreadSanitizer) return 3;
   if (pal::testing::calls(pal::Op::stats) != stats) return 4;
-  // Without the limit checks and with the default population (left to faults), the machine's
+  // Without the limit checks and with population left to faults (prefault off), the machine's
   // huge-page setting is asked only once a step could reach past kHugePageThreshold: an arena
   // grown to exactly that reads nothing; its next step reads the setting. This relies on nothing
   // before it having asked pal::capabilities() in this process (it reads the setting once, for
@@ -312,6 +312,7 @@ RESERVOIR_CHILD("memory_limit.first_array_reads_nothing") {
   {
     reservoir::ArenaOptions unchecked;
     unchecked.respect_memory_limit = false;
+    unchecked.prefault = false;
     reservoir::Arena big(std::size_t{1} << 30, unchecked);
     const long at_start = read_calls();
     while (big.size() < reservoir::kHugePageThreshold)

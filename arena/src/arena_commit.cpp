@@ -1,7 +1,7 @@
 // Arena's committed prefix: growing (grow, allocate, commit) and shrinking (shrink, rewind, trim).
-// Each step is the one the growth policy plans (detail::plan_step, growth_policy.hpp); whether it
-// fits under the memory limit is memory_limit.cpp's to say; this file knows nothing of where
-// reservations come from.
+// Each step is the one the growth policy plans (detail::plan_growth, growth.hpp), once per growth;
+// whether it fits under the memory limit is memory_limit.cpp's to say; this file knows nothing of
+// where reservations come from.
 #include <reservoir/arena.hpp>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 
 #include "address_space.hpp"
 #include "bits.hpp"
+#include "growth.hpp"
 #include "machine_memory.hpp"
 #include "memory_limit.hpp"
 #include "populate.hpp"
@@ -48,58 +49,56 @@ bool huge_pages_in_effect() noexcept {
 
 // ---- committing ---------------------------------------------------------------------------------
 
-detail::GrowthState Arena::growth_state(std::size_t bytes) const noexcept {
+struct Arena::Growth {
+  // What the growth policy is told of `a` now, for a commit past `bytes` (0: the next step).
+  static detail::GrowthState state(const Arena& a, std::size_t bytes) noexcept;
+  // Commits [committed_, step.target), populates step.populated of it; committed_ = step.target.
+  static std::error_code take(Arena& a, const detail::PlannedStep& step) noexcept;
+};
+
+detail::GrowthState Arena::Growth::state(const Arena& a, std::size_t bytes) noexcept {
   detail::GrowthState s;
-  s.committed = committed_;
-  s.reserved = reserved_;
-  s.granule = granule();
-  s.max_step = max_step();
-  s.prefault = has(kPrefault);
+  s.committed = a.committed_;
+  s.reserved = a.reserved_;
+  s.granule = a.granule();
+  s.max_step = a.max_step();
+  s.prefault = a.has(kPrefault);
   // Under a memory limit every committed byte must be charged as it is backed, which only
   // bounded, populated steps do exactly: an unpopulated step's pages are not in the usage the
   // next reading sees. The step commits at most what is asked past the committed prefix plus one
   // step (never larger than the granule or the committed prefix): whether that could come near a
   // limit decides whether the limit is read now.
-  const std::size_t beyond = bytes > committed_ ? bytes - committed_ : 0;
-  const std::size_t step = std::max(committed_, s.granule);
-  s.limit_in_force = has(kRespectMemoryLimit) &&
+  const std::size_t beyond = bytes > a.committed_ ? bytes - a.committed_ : 0;
+  const std::size_t step = std::max(a.committed_, s.granule);
+  s.limit_in_force = a.has(kRespectMemoryLimit) &&
                      detail::memory_limit_in_force(beyond > kMax - step ? kMax : beyond + step);
-  // Whether huge pages are in effect (files to read) is asked only where the answer can change
-  // the step: with prefault, from kDoublingStepLimit on (below it both policies take the same
-  // doubling steps); without it, once the step would reach past kHugePageThreshold (below it
-  // nothing is advised and nothing populated either way, so an array of up to 4 MiB reads nothing
-  // of the machine's huge-page setting).
-  if (has(kHugePages)) {
-    const bool may_matter =
-        s.prefault ? std::max(bytes, committed_) >= kDoublingStepLimit
-                   : detail::plan_step(s, bytes, Populate::all).target > kHugePageThreshold;
-    s.huge_pages = may_matter && huge_pages_in_effect();
-  }
+  s.huge_pages = a.has(kHugePages);
+  s.huge_pages_in_effect = &huge_pages_in_effect;
   return s;
 }
 
 std::size_t Arena::commit_step() const noexcept {
-  return detail::plan_step(growth_state(), 0, Populate::all).step;
+  return detail::plan_growth(Growth::state(*this, 0), 0, Populate::all).step.step;
 }
 
-std::error_code Arena::commit_to(std::size_t bytes, Populate populate) noexcept {
-  const detail::GrowthState state = growth_state(bytes);
-  const detail::PlannedStep step = detail::plan_step(state, bytes, populate);
-  if (step.target <= committed_) return {};
-  const std::error_code ec = take_step(step);
-  if (!ec || !step.geometric) return ec;
+std::error_code Arena::commit_to(std::size_t bytes, Populate populate,
+                                 std::size_t* step_bytes) noexcept {
+  const detail::GrowthPlan plan = detail::plan_growth(Growth::state(*this, bytes), bytes, populate);
+  if (plan.step.target <= committed_) return {};
+  *step_bytes = plan.step.target - committed_;
+  const std::error_code ec = Growth::take(*this, plan.step);
+  if (!ec || !plan.step.geometric) return ec;
   // A large doubling step can be refused where the request alone fits (strict overcommit, the
   // machine's memory, Windows' commit limit): the policy's smaller step, if it has one.
-  const detail::PlannedStep least = detail::plan_step(state, bytes, populate, true);
-  return least.target > committed_ ? take_step(least) : ec;
+  return plan.retry.target > committed_ ? Growth::take(*this, plan.retry) : ec;
 }
 
-std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
-  std::byte* start = base_ + committed_;
-  const std::size_t len = step.target - committed_;
+std::error_code Arena::Growth::take(Arena& a, const detail::PlannedStep& step) noexcept {
+  std::byte* start = a.base_ + a.committed_;
+  const std::size_t len = step.target - a.committed_;
   // 0. A first commit amid a closed reservation splits its mapping: within the mapping budget
   //    only (address_space.hpp).
-  const bool splits = committed_ == 0 && !open_slot();
+  const bool splits = a.committed_ == 0 && !a.open_slot();
   if (splits && !detail::mappings_fit(detail::kSplitMappings)) {
     return make_error_code(Refusal::mapping_budget);
   }
@@ -110,12 +109,12 @@ std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   std::size_t charged = 0;
   if (std::error_code ec =
           detail::charge_and_commit(start, len, step.charge, step.must_back,
-                                    has(kRespectMemoryLimit), open_slot(), &charged)) {
+                                    a.has(kRespectMemoryLimit), a.open_slot(), &charged)) {
     return ec;
   }
-  if (guarded_slot()) {
-    if (std::error_code ec = detail::move_guard(base_, committed_, step.target)) {
-      detail::memory_limit_refund(charged, has(kRespectMemoryLimit) ? step.must_back : 0);
+  if (a.guarded_slot()) {
+    if (std::error_code ec = detail::move_guard(a.base_, a.committed_, step.target)) {
+      detail::memory_limit_refund(charged, a.has(kRespectMemoryLimit) ? step.must_back : 0);
       return ec;
     }
   }
@@ -128,29 +127,31 @@ std::error_code Arena::take_step(const detail::PlannedStep& step) noexcept {
   //    hint: not given where its split could pass the mapping budget (nor counted: each array
   //    that takes it holds more than 4 MiB, so memory bounds how many do).
   if (step.advise_huge && detail::mappings_fit(detail::kSplitMappings)) {
-    std::byte* from = base_ + kHugePageThreshold;
-    (void)pal::advise_huge_pages(from, static_cast<std::size_t>(mapping() + mapping_size() - from));
-    if (has(kPooled)) offset_flags_ |= kHugeAdvisedSlot;
+    std::byte* from = a.base_ + kHugePageThreshold;
+    (void)pal::advise_huge_pages(from,
+                                 static_cast<std::size_t>(a.mapping() + a.mapping_size() - from));
+    if (a.has(kPooled)) a.offset_flags_ |= kHugeAdvisedSlot;
   }
   // 3. Backed (populate.hpp). If the OS cannot back the step now (MADV_POPULATE_WRITE says
   //    ENOMEM), a clean error rather than a first touch that meets the OOM killer: the commit is
   //    undone.
   if (std::error_code ec = detail::populate(start, step.populated)) {
-    const bool undone = !(open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
-    if (guarded_slot()) (void)detail::move_guard(base_, step.target, committed_);
+    const bool undone = !(a.open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
+    if (a.guarded_slot()) (void)detail::move_guard(a.base_, step.target, a.committed_);
     if (splits && undone) {
       detail::count_mappings(detail::kSplitMappings, false);
       detail::count_pending_split(true);
     }
-    detail::memory_limit_refund(charged, has(kRespectMemoryLimit) ? step.must_back : 0);
+    detail::memory_limit_refund(charged, a.has(kRespectMemoryLimit) ? step.must_back : 0);
     return ec;
   }
   detail::memory_limit_settle(charged);
-  committed_ = step.target;
+  a.committed_ = step.target;
   return {};
 }
 
-ArenaError Arena::growth_error(std::size_t bytes, std::error_code ec) const noexcept {
+ArenaError Arena::growth_error(std::size_t bytes, std::error_code ec,
+                               std::size_t step_bytes) const noexcept {
   ArenaError error;
   if (!ec) {
     error.kind = ArenaError::Kind::reservation_full;
@@ -159,14 +160,15 @@ ArenaError Arena::growth_error(std::size_t bytes, std::error_code ec) const noex
     return error;
   }
   error.kind = ArenaError::Kind::commit_refused;
-  error.bytes = detail::plan_step(growth_state(bytes), bytes, Populate::all).target - committed_;
+  error.bytes = step_bytes;
   error.address = base_ + committed_;
   error.error = ec;
   return error;
 }
 
-void Arena::throw_growth_error(std::size_t bytes, std::error_code ec) const {
-  growth_error(bytes, ec).raise("Arena");
+void Arena::throw_growth_error(std::size_t bytes, std::error_code ec,
+                               std::size_t step_bytes) const {
+  growth_error(bytes, ec, step_bytes).raise("Arena");
 }
 
 // Every message of an Arena refusal, whichever container reports it.
@@ -212,7 +214,10 @@ void* Arena::grow_slow(std::size_t n) {
   if (n > reserved_ - size_) {
     throw_growth_error(n > kMax - size_ ? kMax : size_ + n, {});
   }
-  if (std::error_code ec = commit_to(size_ + n)) throw_growth_error(size_ + n, ec);
+  std::size_t step = 0;
+  if (std::error_code ec = commit_to(size_ + n, Populate::all, &step)) {
+    throw_growth_error(size_ + n, ec, step);
+  }
   std::byte* p = base_ + size_;
   size_ += n;
   return p;
@@ -220,7 +225,7 @@ void* Arena::grow_slow(std::size_t n) {
 
 void* Arena::try_grow_slow(std::size_t n) noexcept {
   if (n > reserved_ - size_) return nullptr;
-  if (commit_to(size_ + n)) return nullptr;
+  if (std::size_t step = 0; commit_to(size_ + n, Populate::all, &step)) return nullptr;
   std::byte* p = base_ + size_;
   size_ += n;
   return p;
@@ -256,19 +261,21 @@ void* Arena::try_allocate(std::size_t n, std::size_t alignment) noexcept {
 
 void Arena::commit(std::size_t bytes, Populate populate) {
   if (bytes > reserved_) throw_growth_error(bytes, {});
-  if (std::error_code ec = commit_to(bytes, populate)) throw_growth_error(bytes, ec);
+  std::size_t step = 0;
+  if (std::error_code ec = commit_to(bytes, populate, &step)) throw_growth_error(bytes, ec, step);
 }
 
 bool Arena::try_commit(std::size_t bytes, Populate populate) noexcept {
-  return bytes <= reserved_ && !commit_to(bytes, populate);
+  std::size_t step = 0;
+  return bytes <= reserved_ && !commit_to(bytes, populate, &step);
 }
 
 bool Arena::try_commit(std::size_t bytes, Populate populate, ArenaError* error) noexcept {
   *error = {};
   if (bytes > reserved_) {
     *error = growth_error(bytes, {});
-  } else if (std::error_code ec = commit_to(bytes, populate)) {
-    *error = growth_error(bytes, ec);
+  } else if (std::size_t step = 0; std::error_code ec = commit_to(bytes, populate, &step)) {
+    *error = growth_error(bytes, ec, step);
   }
   return !*error;
 }

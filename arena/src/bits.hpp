@@ -1,5 +1,6 @@
-// The bottom layer of arena/src: arithmetic on sizes and addresses, the huge-page size and the
-// AddressSanitizer hooks. It includes no other file of arena/src and calls no OS function.
+// The bottom layer of arena/src: arithmetic on sizes and addresses (with the huge-page size,
+// detail::kHugePageSize of <reservoir/growth_policy.hpp>) and the AddressSanitizer hooks. It
+// includes no other file of arena/src and calls no OS function.
 #pragma once
 
 #include <algorithm>
@@ -7,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+
+#include <reservoir/growth_policy.hpp>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RESERVOIR_ARENA_ASAN 1
@@ -27,10 +30,6 @@ inline constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
 // systems, 2 GiB on 32-bit ones. Anything larger cannot succeed, so it is a length_error up front.
 inline constexpr std::size_t kMaxReservation =
     sizeof(void*) >= 8 ? (std::size_t{1} << 47) : (std::size_t{1} << 31);
-
-// The huge page: 2 MiB on x86-64 and arm64 with 4 KiB base pages. Large reservations start on
-// it, large pool slots are aligned to it and kept apart by it.
-inline constexpr std::size_t kHugePageSize = std::size_t{2} << 20;
 
 // Every 4 KiB, the smallest page of any supported OS, whatever pal::page_size() says: the
 // stride of the stores that populate pages, and the unit the Arena packs its sizes in.

@@ -63,7 +63,7 @@ bool read_memory_limit(std::size_t setting, pal::MemoryLimit* m) {
 // allocator's own pages, and whatever the program allocates between two readings. 1/32 of the
 // limit, at least 8 MiB, covers that with room to spare (docs/memory-limit.md has the figures).
 std::size_t limit_margin(std::size_t limit) noexcept {
-  return std::max(limit / 32, std::size_t{8} << 20);
+  return std::max(limit / 32, detail::kLeastLimitMargin);
 }
 
 // Takes a reading with `refresh` held and the headroom marked kUnknown; returns the headroom it

@@ -21,7 +21,8 @@ namespace reservoir::detail {
 // of the smallest margin either check keeps (8 MiB under a limit, 64 MiB on a machine), so the
 // bytes committed unread cannot take the process past a limit it was not already within the
 // margin of. A limit set by hand (set_memory_limit) is checked from the first step.
-inline constexpr std::size_t kUnreadCommitBytes = std::size_t{2} << 20;
+inline constexpr std::size_t kLeastLimitMargin = std::size_t{8} << 20;
+inline constexpr std::size_t kUnreadCommitBytes = kLeastLimitMargin / 4;
 
 // Charges `populated` bytes about to be backed; true if they fit (or no limit applies).
 // *charged is what was taken (0 when nothing is checked): what a refund may give back. `read`:

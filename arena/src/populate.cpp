@@ -5,6 +5,7 @@
 #include <reservoir/pal.hpp>
 
 #include "bits.hpp"
+#include "growth.hpp"
 #include "memory_limit.hpp"
 
 namespace reservoir::detail {
@@ -25,9 +26,9 @@ std::error_code charge_and_commit(std::byte* start, std::size_t len, std::size_t
 
 std::error_code populate(std::byte* start, std::size_t bytes) noexcept {
   if (bytes == 0) return {};
-  const std::error_code ec = bytes < kDoublingStepLimit
-                                 ? std::make_error_code(std::errc::not_supported)
-                                 : pal::prefault(start, bytes);
+  const std::error_code ec = populate_by_call(bytes)
+                                 ? pal::prefault(start, bytes)
+                                 : std::make_error_code(std::errc::not_supported);
   if (ec && ec != std::errc::not_supported) return ec;
   auto* first = static_cast<volatile unsigned char*>(static_cast<void*>(start));
   for (std::size_t off = 0; off < bytes; off += kSmallestPage)

@@ -17,16 +17,16 @@ std::error_code charge_and_commit(std::byte* start, std::size_t len, std::size_t
                                   std::size_t must_back, bool check_limit, bool open,
                                   std::size_t* charged) noexcept;
 
-// Backs [start, start+bytes) (committed, holding nothing live) with RAM now: from
-// kDoublingStepLimit up one populate call (Linux MADV_POPULATE_WRITE; smaller ranges cost fewer
-// page faults than the call), then a store of 0 per 4 KiB page, the only way elsewhere. After a
-// populate call the stores cost a store each, but on a VM whose host takes back free guest pages
-// the call maps pages without touching them, and the host's fault would otherwise land on the
-// append that first writes each page. Storing 0 is safe: the range holds no live data and reads
-// as zero (a read-modify-write would fault twice where nothing was populated: a read maps the
-// shared zero page first). The OS's refusal of the populate call (ENOMEM) is returned, and then
-// nothing is stored: the caller undoes its commit rather than let a first touch meet the OOM
-// killer.
+// Backs [start, start+bytes) (committed, holding nothing live) with RAM now: where the growth
+// policy says populate_by_call (growth.hpp: from kLeastPopulateCall up) one populate call (Linux
+// MADV_POPULATE_WRITE; smaller ranges cost fewer page faults than the call), then a store of 0 per
+// 4 KiB page, the only way elsewhere. After a populate call the stores cost a store each, but on a
+// VM whose host takes back free guest pages the call maps pages without touching them, and the
+// host's fault would otherwise land on the append that first writes each page. Storing 0 is safe:
+// the range holds no live data and reads as zero (a read-modify-write would fault twice where
+// nothing was populated: a read maps the shared zero page first). The OS's refusal of the populate
+// call (ENOMEM) is returned, and then nothing is stored: the caller undoes its commit rather than
+// let a first touch meet the OOM killer.
 std::error_code populate(std::byte* start, std::size_t bytes) noexcept;
 
 // Moves a guarded slot's guard marker (address_space.hpp's ChunkKind::guarded) from the page at

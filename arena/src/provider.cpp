@@ -14,6 +14,7 @@
 
 #include "address_space.hpp"
 #include "bits.hpp"
+#include "growth.hpp"
 #include "memory_limit.hpp"
 #include "page_pools.hpp"
 #include "parked.hpp"
@@ -121,15 +122,13 @@ bool free_parked() noexcept {
   return true;
 }
 
-// Parks a mapping of its own, keeping up to kDoublingStepLimit committed (whole granules, at
-// least one; no more than one max_commit_step, so fixed small steps stay small): the next arena
-// then reaches that size with no commit call and no page fault. False if it is not parked (a
-// refused decommit, or the limits): the caller releases it.
+// Parks a mapping of its own, keeping what the growth policy says (parked_keep: the doubling
+// steps, which the next arena then takes with no commit call and no page fault). False if it is not
+// parked (a refused decommit, or the limits): the caller releases it.
 bool park_mapping(const Reservation& r) noexcept {
   const ArenaOptions& o = r.options;
   const std::size_t granule = o.commit_granule;
-  const std::size_t keep_limit =
-      std::max(granule, round_down(std::min(kDoublingStepLimit, o.max_commit_step), granule));
+  const std::size_t keep_limit = parked_keep(granule, o.max_commit_step);
   // While the mappings are short a parked mapping would keep its own (and its prefix's): released.
   if (!o.reuse_reservation || keep_limit > kCacheMaxCommitted || mappings_short()) return false;
   const std::size_t keep = std::min(r.committed, keep_limit);

@@ -53,7 +53,7 @@ struct ArenaOptions {
   //     past kHugePageThreshold.
   //   - bounded (prefault on and no huge pages, or a memory limit in force with
   //     respect_memory_limit): doubling up to kDoublingStepLimit, then at least that and at least
-  //     committed()/8, never more than kPopulatedStepLimit: every step is populated (and charged
+  //     committed()/8, never more than kBoundedStepLimit: every step is populated (and charged
   //     against the memory limit) at once, so no step may cost more than that.
   // A geometric step the OS or the limit refuses is retried as the smallest step that fits the
   // request. 0 means kDefaultMaxCommitStep; set it equal to commit_granule for fixed steps.
@@ -67,17 +67,22 @@ struct ArenaOptions {
 
   // Back each newly committed step with RAM at once (Linux MADV_POPULATE_WRITE, then a store
   // per page; elsewhere the stores alone), so no append takes a page fault: a flat p99.99, paid
-  // for with one append per step that waits for the whole step's population (up to
-  // kPopulatedStepLimit of population; docs/big-arrays.md has the figures) and two
-  // system calls per step. Off (the default), committing is a permission change in geometric
-  // steps (O(log n) calls) and each page is backed by the append that first writes it, as
-  // std::vector's reserved buffer is: the same throughput and worst append as vector + exact
-  // reserve (the figures that chose it: docs/big-arrays.md). Under a memory limit steps are
+  // for with one append per step that waits for the step's population (bounded steps: at most
+  // kBoundedStepLimit) and two system calls per step (one in an open pool chunk). On (the default
+  // on Linux), where a page populated ahead costs less than a page fault, appends fill the array
+  // faster than faults would (the figures that chose it: docs/big-arrays.md). Off (the default
+  // elsewhere, where populating is the same first touches taken in the commit), committing is a
+  // permission change in geometric steps (O(log n) calls) and each page is backed by the append
+  // that first writes it, as std::vector's reserved buffer is. Under a memory limit steps are
   // bounded and populated either way, so that each is charged as it is backed. If the populate
   // call itself is refused (ENOMEM), the step is undone and reported as OsAllocationError; but
   // under a memory cgroup the populate meets the OOM killer exactly as a first touch would,
   // which is what respect_memory_limit prevents.
+#if defined(__linux__)
+  bool prefault = true;
+#else
   bool prefault = false;
+#endif
 
   // On destruction, keep the reservation in a small process-wide cache, with up to
   // kDoublingStepLimit of it still committed (whole granules, at least one, at most one
@@ -213,21 +218,22 @@ class Arena {
   friend void swap(Arena& a, Arena& b) noexcept;
 
  private:
-  // What the growth policy (detail::plan_step) is told of this arena now, for a commit past
-  // `bytes` (0: the next step).
-  detail::GrowthState growth_state(std::size_t bytes = 0) const noexcept;
-  // Commits [committed_, step.target), populates step.populated of it; committed_ = step.target.
-  std::error_code take_step(const detail::PlannedStep& step) noexcept;
-  // Commits so that committed_ >= bytes. bytes <= reserved_ is the caller's check.
-  std::error_code commit_to(std::size_t bytes, Populate populate = Populate::all) noexcept;
+  // The committed prefix's growth (arena_commit.cpp): asks the growth policy for each step, once
+  // per growth, and takes it. Defined inside the library only.
+  struct Growth;
+  // Commits so that committed_ >= bytes (bytes <= reserved_ is the caller's check). On failure
+  // *step_bytes is the length of the step that was refused first.
+  std::error_code commit_to(std::size_t bytes, Populate populate, std::size_t* step_bytes) noexcept;
   // The paths of grow()/try_grow() that must commit or fail; kept out of line and cold.
   void* grow_slow(std::size_t n);
   void* try_grow_slow(std::size_t n) noexcept;
   // The refusal of a growth or commit to `bytes`: past the reservation if `ec` is empty, else
-  // the commit step refused with `ec`.
-  ArenaError growth_error(std::size_t bytes, std::error_code ec) const noexcept;
-  // Throws the exception for a failed growth to `bytes` with error `ec`.
-  [[noreturn]] void throw_growth_error(std::size_t bytes, std::error_code ec) const;
+  // the commit step of `step_bytes` refused with `ec`.
+  ArenaError growth_error(std::size_t bytes, std::error_code ec,
+                          std::size_t step_bytes = 0) const noexcept;
+  // Throws the exception for a failed growth to `bytes` with error `ec` (see growth_error).
+  [[noreturn]] void throw_growth_error(std::size_t bytes, std::error_code ec,
+                                       std::size_t step_bytes = 0) const;
   // Gives the reservation back to the provider; the arena is empty afterwards.
   void release_all() noexcept;
 
@@ -243,8 +249,9 @@ class Arena {
                    // mapping of its own
   };
   static constexpr unsigned kFlagBits = 6;
-  static constexpr std::uint16_t kDefaultFlags =
-      kGuardPages | kReuseReservation | kHugePages | kRespectMemoryLimit;
+  static constexpr std::uint16_t kDefaultFlags = kGuardPages | kReuseReservation | kHugePages |
+                                                 kRespectMemoryLimit |
+                                                 (ArenaOptions{}.prefault ? kPrefault : 0);
   static std::uint16_t flags_of(const ArenaOptions& o) noexcept;
 
   // A pool slot's mapping is its pool's chunk, so it has no offset of its own: the offset field

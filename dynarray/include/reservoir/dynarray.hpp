@@ -71,7 +71,8 @@ namespace reservoir {
 inline constexpr std::size_t kDefaultReserveBytes = kDefaultTierFull;  // reservations.hpp
 
 // If the OS refuses the default reservation (a process address-space limit such as `ulimit -v`,
-// or valgrind), a default-constructed DynArray asks for half, and so on down to this.
+// or valgrind), a default-constructed DynArray asks for the next smaller default tier, and so on
+// down to this, the least.
 inline constexpr std::size_t kMinDefaultReserveBytes = kDefaultTierLeast;
 
 RESERVOIR_BEGIN_ITERATOR_NAMESPACE
@@ -105,8 +106,8 @@ class DynArray {
 
   // Empty, with max_size() == default_max_size(). Reserves lazily on the first growth, so it costs
   // nothing and never throws. If the OS refuses the full default then, the array reserves the
-  // largest power-of-two fraction of it the OS grants (at least kMinDefaultReserveBytes) and
-  // max_size() reports that from then on.
+  // largest smaller default tier the OS grants (kDefaultTiers: at least kMinDefaultReserveBytes)
+  // and max_size() reports that from then on.
   DynArray() noexcept = default;
 
   // Reserves room for exactly `limit.count` elements now (max_bytes: as many whole elements as fit
@@ -679,11 +680,16 @@ class DynArray {
   // Reserves the default address space on first use (default-constructed or moved-from arrays):
   // what the process-wide budget grants (default_reservation_size(): kDefaultReserveBytes while
   // few arrays exist, less when many do). If the OS refuses that (an address-space limit,
-  // valgrind), it halves the request down to kMinDefaultReserveBytes; max_size() reports what
-  // was granted.
+  // valgrind), it asks for the next smaller of the default tiers (kDefaultTiers, the sizes the
+  // slot pools hold), down to kMinDefaultReserveBytes; max_size() reports what was granted.
+  static constexpr std::size_t next_default_tier(std::size_t refused) noexcept {
+    for (const std::size_t tier : kDefaultTiers)
+      if (tier < refused) return tier;
+    return 0;
+  }
   static std::optional<Arena> reserve_default(size_type* max_size, std::error_code* ec) noexcept {
     for (std::size_t bytes = default_reservation_size(kDefaultReserveBytes);
-         bytes >= kMinDefaultReserveBytes; bytes /= 2) {
+         bytes >= kMinDefaultReserveBytes; bytes = next_default_tier(bytes)) {
       if (bytes / sizeof(T) == 0) break;
       if (std::optional<Arena> a =
               Arena::create(bytes / sizeof(T) * sizeof(T) + detail::kAlignmentSlack<T>, {}, ec)) {

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <reservoir/growth_policy.hpp>
+
 namespace reservoir::detail {
 
 // The least alignment of a reservation's base.
@@ -18,7 +20,7 @@ inline constexpr std::size_t kMinBaseAlignment = 4096;
 // The strictest element alignment the containers accept: 2 MiB, the huge-page size. Beyond it
 // the slack (address space, and committed memory ahead of the first element) stops being small
 // next to an element.
-inline constexpr std::size_t kMaxElementAlignment = std::size_t{2} << 20;
+inline constexpr std::size_t kMaxElementAlignment = kHugePageSize;
 
 // Bytes reserved beyond the elements so that an aligned start always fits.
 template <class T>
