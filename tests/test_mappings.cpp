@@ -363,6 +363,79 @@ RESERVOIR_CHILD("maps.guarded_recycled") {
   return 0;
 }
 
+// The library's own count of the kernel mappings it holds (address_space.cpp).
+namespace reservoir::detail {
+std::size_t mappings_held() noexcept;
+}
+
+// Two adjacent arrays in a guarded small class (16,000 bytes take the whole 16 KiB class): the
+// first filled, so its end marker is the page below the second's first element, then emptied
+// and shrunk. The write just below the second array's first element must still fault.
+RESERVOIR_CHILD("maps.guarded_full_slot_neighbour") {
+  pal::testing::set_max_map_count(4 * kFakeMaxMapCount);
+  reservoir::trim_pools();
+  if (!pal::guard_markers()) return 0;
+  std::vector<DynArray<int>> before(1000);
+  for (DynArray<int>& a : before)
+    a.push_back(1);
+  constexpr std::size_t kInts = 4000;
+  DynArray<int> a{reservoir::max_elements(kInts)};
+  DynArray<int> b{reservoir::max_elements(kInts)};
+  a.push_back(1);
+  b.push_back(2);
+  const auto* const pa = reinterpret_cast<const std::byte*>(a.data());
+  const auto* const pb = reinterpret_cast<const std::byte*>(b.data());
+  // Adjacent slots of one guarded chunk: a's end is b's guard page.
+  if (pb != pa + (std::size_t{16} << 10) + pal::page_size()) return 3;
+  if (mapping_span(pb) < (std::size_t{2} << 20)) return 4;
+  a.resize(kInts);
+  a.clear();
+  a.shrink_to_fit();
+  if (b[0] != 2) return 5;
+  test::expect_fault_here();
+  const_cast<volatile std::byte*>(pb)[-1] = std::byte{1};
+  return 6;
+}
+
+// Default arrays grown past kHugePageThreshold with huge pages on, then cut to 10 ints (kept
+// alive, then destroyed): the process's mappings never grow by more than the library counts,
+// nor past its budget.
+RESERVOIR_CHILD("maps.huge_advice_counted") {
+  reservoir::set_huge_pages(reservoir::HugePages::on);
+  pal::testing::set_transparent_huge_pages(1);
+  pal::testing::set_max_map_count(kFakeMaxMapCount);
+  reservoir::trim_pools();
+  const std::size_t maps_base = process_mappings();
+  const std::size_t held_base = reservoir::detail::mappings_held();
+  const std::size_t budget = kFakeMaxMapCount / 2;
+  const auto uncounted = [&] {
+    const std::size_t grown = process_mappings() - maps_base;
+    const std::size_t counted = reservoir::detail::mappings_held() - held_base;
+    if (grown > counted || grown > budget) {
+      std::printf("maps grew %zu, the library counts %zu (budget %zu)\n", grown, counted, budget);
+      return true;
+    }
+    return false;
+  };
+  std::vector<DynArray<int>> arrays;
+  try {
+    while (arrays.size() < 400) {
+      arrays.emplace_back();
+      arrays.back().resize((std::size_t{5} << 20) / sizeof(int));
+      arrays.back().resize(10);
+      arrays.back().shrink_to_fit();
+      if (uncounted()) return 3;
+    }
+  } catch (const OsAllocationError& e) {
+    if (e.code() != reservoir::Refusal::mapping_budget) return 4;
+  }
+  if (arrays.size() < 100) return 5;
+  if (uncounted()) return 6;
+  arrays.clear();
+  if (uncounted()) return 7;
+  return 0;
+}
+
 TEST_SUITE("mappings") {
   TEST_CASE("at the mapping budget: a clear refusal, nothing lost, and freed arrays come back") {
     const test::ProcessResult r = test::run_child("maps.budget_refusal_and_reuse");
@@ -412,7 +485,8 @@ TEST_SUITE("mappings") {
     for (const char* name :
          {"maps.guarded_end", "maps.guarded_end_grown", "maps.guarded_end_trimmed",
           "maps.guarded_below", "maps.guarded_small_end", "maps.guarded_small_end_grown",
-          "maps.guarded_small_end_trimmed", "maps.guarded_small_below"}) {
+          "maps.guarded_small_end_trimmed", "maps.guarded_small_below",
+          "maps.guarded_full_slot_neighbour"}) {
       CAPTURE(name);
       const test::ProcessResult r = test::run_child(name);
       CHECK_MESSAGE(test::died_of_access_violation(r), test::describe(r) << r.output);
@@ -422,6 +496,11 @@ TEST_SUITE("mappings") {
       const test::ProcessResult r = test::run_child(name);
       CHECK_MESSAGE((r.exited && r.exit_code == 0), test::describe(r) << r.output);
     }
+  }
+
+  TEST_CASE("huge-page advice in chunks and own mappings is counted and undone") {
+    const test::ProcessResult r = test::run_child("maps.huge_advice_counted");
+    CHECK_MESSAGE((r.exited && r.exit_code == 0), test::describe(r) << r.output);
   }
 }
 #endif

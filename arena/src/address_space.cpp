@@ -55,7 +55,11 @@ std::error_code reserve_mapping(std::size_t size, void** out, ChunkKind* kind,
       if (ec != std::errc::not_supported) return ec;
     }
   }
-  const std::error_code ec = pal::reserve(size, out);
+  // A chunk carries MADV_NOHUGEPAGE whole, as an open one does: then the same advice undoes an
+  // arena's huge-page advice in its slot exactly, merging the split back (Arena's
+  // undo_huge_advice).
+  const std::error_code ec =
+      kind != nullptr ? pal::reserve_without_huge_pages(size, out) : pal::reserve(size, out);
   if (!ec) {
     g_reserved.fetch_add(size, std::memory_order_relaxed);
     count_mappings(1, true);

@@ -59,9 +59,10 @@ std::errc plan(std::size_t max_bytes, const ArenaOptions& options, Layout* out) 
   if (!round_up(std::max(l.max_step, l.granule), l.granule, &l.max_step)) {
     return std::errc::invalid_argument;
   }
-  // The Arena packs both into one word: a granule of at most 2^32 units, a step of at most
-  // kMaxStepGranules granules (larger steps buy nothing: see kDefaultMaxCommitStep).
-  if (l.granule / detail::kSmallestPage > std::numeric_limits<std::uint32_t>::max()) {
+  // The Arena packs both into one word: a granule of less than 2^31 units (the top bit is a
+  // flag), a step of at most kMaxStepGranules granules (larger steps buy nothing: see
+  // kDefaultMaxCommitStep).
+  if (l.granule / detail::kSmallestPage >= (std::size_t{1} << 31)) {
     return std::errc::invalid_argument;
   }
   l.max_step = std::min(l.max_step, l.granule * kMaxStepGranules);
@@ -217,13 +218,9 @@ void Arena::release_all() noexcept {
     detail::unpoison(base_, committed_);  // the next owner of these pages starts clean
     // A refused release only leaks address space; a destructor has no one to tell, and the
     // object is gone either way. (Fault-injection tests count these calls.)
-    // A pool slot that advised huge pages undoes it, so that its next arena starts as in a
-    // fresh slot.
-    if (has(kPooled) && (offset_flags_ & kHugeAdvisedSlot) != 0) {
-      std::byte* from = base_ + kHugePageThreshold;
-      (void)pal::unadvise_huge_pages(from,
-                                     static_cast<std::size_t>(mapping() + mapping_size() - from));
-    }
+    // An arena that advised huge pages undoes it, so that the next arena in its slot or mapping
+    // starts as in a fresh one, and no split outlives it uncounted.
+    undo_huge_advice();
     const detail::Source source = sub_page()     ? detail::Source::sub_page_run
                                   : has(kPooled) ? detail::Source::page_pool
                                                  : detail::Source::mapping;

@@ -17,6 +17,7 @@
 #include "growth.hpp"
 #include "machine_memory.hpp"
 #include "memory_limit.hpp"
+#include "pool_chunks.hpp"
 #include "populate.hpp"
 
 namespace reservoir {
@@ -113,7 +114,8 @@ std::error_code Arena::Growth::take(Arena& a, const detail::PlannedStep& step) n
     return ec;
   }
   if (a.guarded_slot()) {
-    if (std::error_code ec = detail::move_guard(a.base_, a.committed_, step.target)) {
+    if (std::error_code ec =
+            detail::move_guard(a.base_, a.committed_, step.target, a.guarded_slot_bytes())) {
       detail::memory_limit_refund(charged, a.has(kRespectMemoryLimit) ? step.must_back : 0);
       return ec;
     }
@@ -124,20 +126,27 @@ std::error_code Arena::Growth::take(Arena& a, const detail::PlannedStep& step) n
   }
   // 2. The first commit past the threshold marks the rest of the reservation (up to the end of
   //    the mapping, so the upper guard page stays in the same kernel mapping) for huge pages. A
-  //    hint: not given where its split could pass the mapping budget (nor counted: each array
-  //    that takes it holds more than 4 MiB, so memory bounds how many do).
-  if (step.advise_huge && detail::mappings_fit(detail::kSplitMappings)) {
+  //    hint, which splits the mapping it lies in (two more at most, counted until undone): not
+  //    given where that could pass the mapping budget.
+  if (step.advise_huge && !a.huge_advised() && detail::mappings_fit(detail::kSplitMappings)) {
+    // A first page touched before the split gives the whole committed range one anonymous
+    // memory object, so that its parts can merge again once the advice is undone (the kernel
+    // merges neighbours only with the same object or none). The range holds no live data.
+    (void)detail::populate(start, pal::page_size());
     std::byte* from = a.base_ + kHugePageThreshold;
-    (void)pal::advise_huge_pages(from,
-                                 static_cast<std::size_t>(a.mapping() + a.mapping_size() - from));
-    if (a.has(kPooled)) a.offset_flags_ |= kHugeAdvisedSlot;
+    if (!pal::advise_huge_pages(from,
+                                static_cast<std::size_t>(a.mapping() + a.mapping_size() - from))) {
+      detail::count_mappings(detail::kSplitMappings, true);
+      a.granule_units_ |= kHugeAdvised;
+    }
   }
   // 3. Backed (populate.hpp). If the OS cannot back the step now (MADV_POPULATE_WRITE says
   //    ENOMEM), a clean error rather than a first touch that meets the OOM killer: the commit is
   //    undone.
   if (std::error_code ec = detail::populate(start, step.populated)) {
     const bool undone = !(a.open_slot() ? pal::discard(start, len) : pal::decommit(start, len));
-    if (a.guarded_slot()) (void)detail::move_guard(a.base_, step.target, a.committed_);
+    if (a.guarded_slot())
+      (void)detail::move_guard(a.base_, step.target, a.committed_, a.guarded_slot_bytes());
     if (splits && undone) {
       detail::count_mappings(detail::kSplitMappings, false);
       detail::count_pending_split(true);
@@ -321,14 +330,34 @@ std::error_code Arena::trim(std::size_t keep_bytes) noexcept {
     return ec;  // the pages may still be accessible: keep counting them as committed
   }
   if (guarded_slot()) {
-    if (std::error_code ec = detail::move_guard(base_, committed_, target)) return ec;
+    if (std::error_code ec = detail::move_guard(base_, committed_, target, guarded_slot_bytes()))
+      return ec;
   } else if (target == 0 && !open_slot()) {
     detail::count_mappings(detail::kSplitMappings, false);  // merged back into its neighbours
     detail::count_pending_split(true);
   }
   detail::memory_released(committed_ - target);
   committed_ = target;
+  if (committed_ <= kHugePageThreshold) undo_huge_advice();
   return {};
+}
+
+void Arena::undo_huge_advice() noexcept {
+  if (!huge_advised()) return;
+  granule_units_ &= ~kHugeAdvised;
+  // MADV_NOHUGEPAGE is the inverse of the advice only where the neighbours carry it: every pool
+  // chunk is made with it (address_space.cpp); a mapping of its own gets it whole, so that its
+  // flags are one again. Refused, the split stays counted.
+  std::byte* const from = has(kPooled) ? base_ + kHugePageThreshold : mapping();
+  if (!pal::unadvise_huge_pages(from,
+                                static_cast<std::size_t>(mapping() + mapping_size() - from))) {
+    detail::count_mappings(detail::kSplitMappings, false);
+  }
+}
+
+std::size_t Arena::guarded_slot_bytes() const noexcept {
+  const std::size_t k = detail::class_of(reserved_);
+  return k < detail::kClasses ? detail::kClassBytes[k] : reserved_;
 }
 
 bool Arena::contains(const void* p, std::size_t n) const noexcept {

@@ -53,7 +53,7 @@ std::size_t decommit_beyond(std::byte* base, std::size_t keep, std::size_t commi
            : pal::decommit(from, len)) {
     return committed;
   }
-  if (guarded && move_guard(base, committed, keep)) return committed;
+  if (guarded && move_guard(base, committed, keep, slot_bytes)) return committed;
   if (!open && keep == 0) count_mappings(kSplitMappings, false);
   memory_released(len);
   unpoison(from, len);  // fresh pages for the next owner

@@ -36,22 +36,30 @@ std::error_code populate(std::byte* start, std::size_t bytes) noexcept {
   return {};
 }
 
-std::error_code move_guard(std::byte* base, std::size_t from, std::size_t to) noexcept {
+std::error_code move_guard(std::byte* base, std::size_t from, std::size_t to,
+                           std::size_t slot_bytes) noexcept {
   if (from == to) return {};
   const std::size_t page = pal::page_size();
   std::byte* const old_guard = base + from;
   std::byte* const new_guard = base + to;
+  // A full slot's end page is not its own: it is the page below the next slot (or past the
+  // chunk's last one), a guard for good once installed, and never lifted here. Installing it
+  // again changes nothing.
+  const bool lift_old = from < slot_bytes;
   // A guard put back where it was before: the state the caller keeps counting. If even that is
   // refused, the range is read-write without it, which loses no data.
   if (to > from) {
-    if (std::error_code ec = pal::unguard(old_guard, page)) return ec;
+    if (lift_old) {
+      if (std::error_code ec = pal::unguard(old_guard, page)) return ec;
+    }
     if (std::error_code ec = pal::guard(new_guard, page)) {
-      (void)pal::guard(old_guard, page);
+      if (lift_old) (void)pal::guard(old_guard, page);
       return ec;
     }
     return {};
   }
   if (std::error_code ec = pal::guard(new_guard, page)) return ec;
+  if (!lift_old) return {};
   if (std::error_code ec = pal::unguard(old_guard, page)) {
     (void)pal::unguard(new_guard, page);
     return ec;

@@ -34,7 +34,9 @@ std::error_code populate(std::byte* start, std::size_t bytes) noexcept;
 // growing, the old page is lifted first and the new one installed (refused: the old one is put
 // back); shrinking, the new one is installed first (its page's contents go) and the old one
 // lifted (refused: the new one is lifted again). On failure the guard is where it was and the OS's
-// error is returned.
-std::error_code move_guard(std::byte* base, std::size_t from, std::size_t to) noexcept;
+// error is returned. A page at or past base + slot_bytes (a full slot's end page is the page below
+// the next slot, or past the chunk's last one) is never lifted: it stays a guard.
+std::error_code move_guard(std::byte* base, std::size_t from, std::size_t to,
+                           std::size_t slot_bytes) noexcept;
 
 }  // namespace reservoir::detail

@@ -133,14 +133,6 @@ bool park_mapping(const Reservation& r) noexcept {
   if (!o.reuse_reservation || keep_limit > kCacheMaxCommitted || mappings_short()) return false;
   const std::size_t keep = std::min(r.committed, keep_limit);
   if (r.committed > keep && pal::decommit(r.base + keep, r.committed - keep)) return false;
-  // An arena that reached past kHugePageThreshold may have advised huge pages for the rest of
-  // its mapping: undone (a hint; its failure changes nothing else), so that the next arena
-  // decides for itself under the set_huge_pages() mode of its own time.
-  if (o.huge_pages && r.committed > kHugePageThreshold && pal::transparent_huge_pages()) {
-    std::byte* from = r.base + kHugePageThreshold;
-    (void)pal::unadvise_huge_pages(
-        from, static_cast<std::size_t>(static_cast<std::byte*>(r.mapping) + r.mapping_size - from));
-  }
   // What went back is counted once parked; if not parked, the caller counts all of it.
   if (!park(my_cache(false), Parked{r.mapping, r.mapping_size, r.base, r.reserved, keep, o}))
     return false;

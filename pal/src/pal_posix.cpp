@@ -179,6 +179,14 @@ std::error_code reserve(std::size_t size, void** out) noexcept {
   return map_anonymous(size, PROT_NONE, flags, out);
 }
 
+std::error_code reserve_without_huge_pages(std::size_t size, void** out) noexcept {
+  const std::error_code ec = reserve(size, out);
+#if RESERVOIR_PAL_LINUX && defined(MADV_NOHUGEPAGE)
+  if (!ec) (void)::madvise(*out, size, MADV_NOHUGEPAGE);
+#endif
+  return ec;
+}
+
 std::error_code commit(void* addr, std::size_t size) noexcept {
   std::error_code ec;
   if (injected_failure(Op::commit, &ec)) return ec;

@@ -106,6 +106,10 @@ std::error_code reserve(std::size_t size, void** out) noexcept {
   return {};
 }
 
+std::error_code reserve_without_huge_pages(std::size_t size, void** out) noexcept {
+  return reserve(size, out);  // no transparent huge pages here
+}
+
 std::error_code commit(void* addr, std::size_t size) noexcept {
   std::error_code ec;
   if (injected_failure(Op::commit, &ec)) return ec;

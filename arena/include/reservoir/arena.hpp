@@ -236,6 +236,11 @@ class Arena {
                                        std::size_t step_bytes = 0) const;
   // Gives the reservation back to the provider; the arena is empty afterwards.
   void release_all() noexcept;
+  // Undoes this arena's huge-page advice, if it gave one (arena_commit.cpp), and stops counting
+  // the mappings it split.
+  void undo_huge_advice() noexcept;
+  // A guarded slot's size: its class's, which may be more than reserved_.
+  std::size_t guarded_slot_bytes() const noexcept;
 
   // The packed fields count in units of 4 KiB, which divides every supported page size.
   static constexpr std::size_t kUnit = 4096;
@@ -256,20 +261,24 @@ class Arena {
 
   // A pool slot's mapping is its pool's chunk, so it has no offset of its own: the offset field
   // says instead whether the chunk is an open reservation (read-write from the start: commits
-  // call no OS function, decommits give pages back with pal::discard), and whether this arena
-  // advised huge pages past kHugePageThreshold (undone when the slot goes back, so that its next
-  // arena starts as in a fresh slot), and whether the open chunk is guarded (a guard marker at
-  // base_ + committed_, moved by each commit and decommit).
+  // call no OS function, decommits give pages back with pal::discard), and whether the open chunk
+  // is guarded (a guard marker at base_ + committed_, moved by each commit and decommit).
   static constexpr std::uint16_t kOpenSlot = std::uint16_t{1} << kFlagBits;
-  static constexpr std::uint16_t kHugeAdvisedSlot = std::uint16_t{1} << (kFlagBits + 1);
   static constexpr std::uint16_t kGuardedSlot = std::uint16_t{1} << (kFlagBits + 2);
+  // The top bit of granule_units_ (plan() keeps granules below it): this arena advised huge
+  // pages past kHugePageThreshold, and counts the mappings the advice split, until it undoes it
+  // (shrinking to the threshold, or released).
+  static constexpr std::uint32_t kHugeAdvised = std::uint32_t{1} << 31;
+  bool huge_advised() const noexcept { return (granule_units_ & kHugeAdvised) != 0; }
 
   bool has(Flag f) const noexcept { return (offset_flags_ & f) != 0; }
   // A sub-page slot: pooled, and smaller than any page (page slots are whole pages).
   bool sub_page() const noexcept { return has(kPooled) && reserved_ < kUnit; }
   bool open_slot() const noexcept { return has(kPooled) && (offset_flags_ & kOpenSlot) != 0; }
   bool guarded_slot() const noexcept { return has(kPooled) && (offset_flags_ & kGuardedSlot) != 0; }
-  std::size_t granule() const noexcept { return std::size_t{granule_units_} * kUnit; }
+  std::size_t granule() const noexcept {
+    return std::size_t{granule_units_ & ~kHugeAdvised} * kUnit;
+  }
   std::size_t max_step() const noexcept { return granule() * max_step_granules_; }
   // The reservation as pal::reserve made it: [guard][alignment padding][usable...][guard].
   std::size_t offset() const noexcept {
@@ -284,7 +293,7 @@ class Arena {
   std::size_t size_ = 0;                        // length
   std::size_t committed_ = 0;                   // bytes from base_ that are committed
   std::size_t reserved_ = 0;                    // usable bytes from base_
-  std::uint32_t granule_units_ = 0;             // first commit step, in kUnit
+  std::uint32_t granule_units_ = 0;             // first commit step, in kUnit; kHugeAdvised
   std::uint16_t max_step_granules_ = 0;         // largest commit step, in granules
   std::uint16_t offset_flags_ = kDefaultFlags;  // offset() in kUnit above kFlagBits of Flag
 };

@@ -61,6 +61,10 @@ Capabilities capabilities() noexcept;
 // access and no RAM. On success stores the base (aligned to allocation_granularity()) in *out.
 // On failure *out is untouched.
 std::error_code reserve(std::size_t size, void** out) noexcept;
+// As reserve(), and no transparent huge pages inside it unless advise_huge_pages() asks for them
+// (Linux: MADV_NOHUGEPAGE over the whole range, a hint whose refusal changes nothing), so that
+// unadvise_huge_pages() undoes that advice exactly, restoring the flags the range was made with.
+std::error_code reserve_without_huge_pages(std::size_t size, void** out) noexcept;
 
 // The size of the user address space this process can reserve from: the span below the highest
 // user address (Linux, FreeBSD: the next power of two above the process's initial stack, which
