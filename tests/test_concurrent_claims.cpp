@@ -774,7 +774,8 @@ TEST_SUITE("concurrent") {
     std::thread([&] { a.push_back(encode(9, 2)); }).join();  // shared mode from here
     std::atomic<std::uint64_t> added{2}, refused{0};
     {
-      test::FaultGuard fault(pal::Op::commit, 10, 40);  // the 11th..50th commits fail
+      test::FaultGuard fault(pal::Op::commit, 4,
+                             40);  // the 5th..44th commits fail (64 KiB pages: ~10 in all)
       std::vector<std::thread> pool;
       for (int t = 0; t < kWriters; ++t) {
         pool.emplace_back([&, t] {

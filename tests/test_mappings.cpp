@@ -378,7 +378,8 @@ RESERVOIR_CHILD("maps.guarded_full_slot_neighbour") {
   std::vector<DynArray<int>> before(1000);
   for (DynArray<int>& a : before)
     a.push_back(1);
-  constexpr std::size_t kInts = 4000;
+  // The 256 KiB class: whole pages at every page size up to 64 KiB, filled exactly.
+  constexpr std::size_t kInts = 65'536;
   DynArray<int> a{reservoir::max_elements(kInts)};
   DynArray<int> b{reservoir::max_elements(kInts)};
   a.push_back(1);
@@ -386,7 +387,7 @@ RESERVOIR_CHILD("maps.guarded_full_slot_neighbour") {
   const auto* const pa = reinterpret_cast<const std::byte*>(a.data());
   const auto* const pb = reinterpret_cast<const std::byte*>(b.data());
   // Adjacent slots of one guarded chunk: a's end is b's guard page.
-  if (pb != pa + (std::size_t{16} << 10) + pal::page_size()) return 3;
+  if (pb != pa + kInts * sizeof(int) + pal::page_size()) return 3;
   if (mapping_span(pb) < (std::size_t{2} << 20)) return 4;
   a.resize(kInts);
   a.clear();
