@@ -804,6 +804,10 @@ TEST_SUITE("concurrent") {
   auto find(R&& r, const V& v) {
     return std::find(std::begin(r), std::end(r), v);
   }
+  template <class I, class V>
+  auto find(I first, I last, const V& v) {
+    return std::find(first, last, v);
+  }
   template <class A, class B>
   bool equal(A&& a, B&& b) {
     return std::equal(std::begin(a), std::end(a), std::begin(b), std::end(b));
