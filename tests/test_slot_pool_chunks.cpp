@@ -212,7 +212,7 @@ TEST_SUITE("slot_pool") {
       if (by_mprotect) CHECK(guards_split_mappings());  // the probe below sees what it is for
       if (closed || by_mprotect || guards_split_mappings()) {
         CHECK(added >= live.size());
-      } else {
+      } else if (!kAddressSanitizer) {  // its allocator maps regions of its own meanwhile
         CHECK(added <= chunks + 2);
       }
     }
