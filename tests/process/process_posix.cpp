@@ -377,7 +377,8 @@ std::error_code end_children_on_signals() {
   struct sigaction action{};
   action.sa_handler = end_children_then_this;
   action.sa_flags = SA_RESETHAND;
-  if (::sigemptyset(&action.sa_mask) != 0) return os_error(errno);
+  // Unqualified: macOS's <signal.h> defines sigemptyset as a macro.
+  if (sigemptyset(&action.sa_mask) != 0) return os_error(errno);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
     if (::sigaction(sig, &action, nullptr) != 0) return os_error(errno);
   }
