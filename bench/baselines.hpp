@@ -16,13 +16,7 @@
 #include <reservoir/pal.hpp>
 
 #if defined(_WIN32)
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#include <windows.h>
+#include <windows.h>  // NOMINMAX and WIN32_LEAN_AND_MEAN: reservoir_bench_platform's definitions
 #else
 #include <sys/mman.h>
 #endif
