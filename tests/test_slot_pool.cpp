@@ -235,9 +235,12 @@ TEST_SUITE("slot_pool") {
     CHECK(parked >= static_cast<std::size_t>(arrays) * 16 * 1024);
     const std::size_t rss_before = pal::current_rss();
     const std::uint64_t releases = pal::testing::calls(pal::Op::release);
+    const std::uint64_t decommits = pal::testing::calls(pal::Op::decommit);
     CHECK(reservoir::trim_pools() == parked);
     CHECK(reservoir::pool_resident_bytes() == 0);
     CHECK(pal::testing::calls(pal::Op::release) > releases);  // the chunks went back
+    // No slot was in use, so the parked pages went with their chunks: none was decommitted first.
+    CHECK(pal::testing::calls(pal::Op::decommit) == decommits);
     if (const char* why = test::rss_unmeasurable()) {
       MESSAGE(why);
     } else {

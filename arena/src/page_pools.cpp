@@ -60,14 +60,16 @@ std::size_t decommit_beyond(std::byte* base, std::size_t keep, std::size_t commi
   return keep;
 }
 
-// Releases every chunk of class k none of whose slots is in use; a class left with none gives its
-// bookkeeping's heap memory back too. With the pools' lock held.
-void release_idle_chunks(SizeClass& sc, std::size_t k) noexcept {
-  release_unused_chunks(sc, k);
+// Releases every chunk of class k none of whose slots is in use (with `drop_pages`, also those
+// whose parked slots hold pages, which go with it); a class left with none gives its bookkeeping's
+// heap memory back too. With the pools' lock held. Returns the bytes of pages dropped.
+std::size_t release_idle_chunks(SizeClass& sc, std::size_t k, bool drop_pages) noexcept {
+  const std::size_t dropped = release_unused_chunks(sc, k, drop_pages);
   if (sc.chunks.empty()) {
     std::vector<Chunk>().swap(sc.chunks);
     std::vector<FreeSlot>().swap(sc.free);
   }
+  return dropped;
 }
 
 // Parks a slot of class k with `committed` bytes committed: at most kPoolKeepPerSlot of them,
@@ -91,7 +93,7 @@ void return_slot_to_pool(std::byte* base, std::size_t k, std::size_t committed, 
   if (is_large(k)) count_pool_spare(stride_of(k), true);
   // With the pools off (after the library's teardown, provider.cpp), the chunk goes back to the
   // OS as soon as no arena holds a slot of it: nothing would trim it later.
-  if (!p.enabled.load(std::memory_order_relaxed)) release_idle_chunks(size_classes()[k], k);
+  if (!p.enabled.load(std::memory_order_relaxed)) release_idle_chunks(size_classes()[k], k, false);
   p.note_resident();
 }
 
@@ -229,7 +231,10 @@ std::size_t trim_page_pools() noexcept {
   std::size_t released = 0;
   for (std::size_t k = 0; k < kClasses; ++k) {
     SizeClass& sc = size_classes()[k];
-    // 1. Every parked slot gives its pages back.
+    // 1. A chunk none of whose slots is in use goes back to the OS, its parked pages with it
+    //    (decommitting them first would be a call per slot for nothing).
+    released += release_idle_chunks(sc, k, true);
+    // 2. Every other parked slot gives its pages back.
     for (FreeSlot& s : sc.free) {
       const std::size_t now =
           decommit_beyond(s.base, 0, s.committed, s.open, s.guarded, kClassBytes[k]);
@@ -237,8 +242,6 @@ std::size_t trim_page_pools() noexcept {
       released += s.committed - now;
       s.committed = now;
     }
-    // 2. A chunk none of whose slots is in use goes back to the OS.
-    release_idle_chunks(sc, k);
   }
   return released;
 }

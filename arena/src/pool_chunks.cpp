@@ -42,6 +42,8 @@
 
 #include "address_space.hpp"
 #include "bits.hpp"
+#include "machine_memory.hpp"
+#include "pool_state.hpp"
 
 namespace reservoir::detail {
 namespace {
@@ -240,22 +242,33 @@ std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* ope
   return slot;
 }
 
-void release_unused_chunks(SizeClass& sc, std::size_t k) noexcept {
+std::size_t release_unused_chunks(SizeClass& sc, std::size_t k, bool drop_pages) noexcept {
   std::sort(sc.free.begin(), sc.free.end(),
             [](const FreeSlot& a, const FreeSlot& b) { return a.base < b.base; });
   std::vector<Chunk> kept;
   try {
     kept.reserve(sc.chunks.size());
   } catch (...) {
-    return;  // no memory to sort the chunks out: they stay, their pages are back already
+    return 0;  // no memory to sort the chunks out: they stay, with their slots' pages
   }
+  std::size_t dropped = 0;
   const auto by_base = [](const FreeSlot& f, const std::byte* b) { return f.base < b; };
   for (const Chunk& c : sc.chunks) {
     const auto lo = std::lower_bound(sc.free.begin(), sc.free.end(), c.base, by_base);
     const auto hi = std::lower_bound(lo, sc.free.end(), c.base + c.bytes, by_base);
     const bool holds_pages =
         std::any_of(lo, hi, [](const FreeSlot& f) { return f.committed != 0; });
-    if (static_cast<std::size_t>(hi - lo) == c.carved && !holds_pages) {
+    if (static_cast<std::size_t>(hi - lo) == c.carved && (drop_pages || !holds_pages)) {
+      // What decommitting each slot would have counted: its pages given back, and a closed
+      // slot's split of the chunk's mapping gone.
+      for (auto it = lo; it != hi; ++it) {
+        if (it->committed == 0) continue;
+        unpoison(it->base, it->committed);  // the range may be mapped again by anyone
+        memory_released(it->committed);
+        pool_state().resident -= it->committed;
+        dropped += it->committed;
+        if (!it->open) count_mappings(kSplitMappings, false);
+      }
       release_mapping(c.base, c.bytes);
       count_mappings(c.maps, false);
       if (is_large(k)) count_pool_spare(c.bytes, false);
@@ -275,6 +288,7 @@ void release_unused_chunks(SizeClass& sc, std::size_t k) noexcept {
     sc.next_chunk_size = first_chunk(k);
     sc.grow_next = false;
   }
+  return dropped;
 }
 
 }  // namespace reservoir::detail

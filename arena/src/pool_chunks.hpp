@@ -82,8 +82,9 @@ std::size_t align_of(std::size_t k) noexcept;
 std::byte* carve(SizeClass& sc, std::size_t k, std::error_code* error, bool* open,
                  bool* guarded) noexcept;
 // Releases every chunk of class k none of whose slots is in use (a slot is in use if it was
-// carved and is not in the free list; slots that kept pages, a refused decommit, keep their chunk
-// too), taking its slots out of the free list.
-void release_unused_chunks(SizeClass& sc, std::size_t k) noexcept;
+// carved and is not in the free list), taking its slots out of the free list. A chunk whose parked
+// slots hold pages is kept unless `drop_pages`; with it, their pages go with the chunk's mapping
+// (counted as given back: no call decommits them first). Returns the bytes of pages dropped.
+std::size_t release_unused_chunks(SizeClass& sc, std::size_t k, bool drop_pages) noexcept;
 
 }  // namespace reservoir::detail
