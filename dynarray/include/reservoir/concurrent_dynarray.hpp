@@ -105,7 +105,9 @@
 // are undone (each throws what the refusal was) and the counter goes back to the capacity once the
 // last of them has returned, so no index below a filled one stays empty; a claim made meanwhile
 // throws the same error and adds nothing. size() is two loads and a byte load when nothing finished
-// out of order since the last call, otherwise one byte load per ready piece it passes.
+// out of order since the last call, otherwise one byte load per ready piece it passes. Each
+// publish also loads one flag on the line of its own store, set only while a thread sleeps in
+// wait_for_size (which the publish then wakes: one system call).
 #pragma once
 
 #include <algorithm>
@@ -310,6 +312,21 @@ class ConcurrentDynArray {
 
   // The published prefix's length; never decreases.
   size_type size() const noexcept { return core_.size(); }
+  // Waits until size() >= n and returns size(): for a reader that needs an element another thread
+  // is appending (or has yet to append), such as the next index of a memo filled in order. Spins
+  // for a few microseconds, which covers an appender that is running, then sleeps in the OS until
+  // a publish wakes it, so that it does not hold a CPU the appender it waits for needs (where the
+  // process-wide barrier of solo mode is not available, it yields its CPU between checks
+  // instead). Returns at once if size() >= n already. Waits for good if the elements below n are
+  // never all appended (an append that does not return, a Writer that is never flushed). Throws
+  // std::length_error for n > max_size(), which no append can reach.
+  size_type wait_for_size(size_type n) const {
+    if (n > max_size()) {
+      throw std::length_error("reservoir::ConcurrentDynArray::wait_for_size: " + std::to_string(n) +
+                              " is more than max_size() " + std::to_string(max_size()));
+    }
+    return core_.wait_for_size(n);
+  }
   bool empty() const noexcept { return size() == 0; }
   size_type max_size() const noexcept { return core_.max_size(); }
   // Elements that fit in committed memory.

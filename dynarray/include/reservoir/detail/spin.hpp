@@ -48,4 +48,10 @@ inline constexpr unsigned kPacedTurn = 8;
 inline constexpr unsigned kRunPaid = 8;
 inline constexpr unsigned kUnpacedCuts = 256;
 
+// ConcurrentCore::wait_for_size checks the prefix after each of up to kWaitSpin CPU pauses (a few
+// microseconds: the time a running appender takes for a block of a few dozen elements) before it
+// sleeps until a publish wakes it: a thread waiting for one that lost its CPU must not spin
+// through that thread's time slice, and a sleep costs system calls on both sides.
+inline constexpr unsigned kWaitSpin = 128;
+
 }  // namespace reservoir::detail
