@@ -6,8 +6,8 @@
 //   claim         concurrent_claim.hpp, concurrent_claim.cpp: claim(), the one-index fetch_add
 //                 and the block compare-and-swap, the claims past capacity
 //   publish       concurrent_publish.hpp, concurrent_publish.cpp: publish(), the ready marks,
-//                 size()'s walk over them, and wait_for_size(): a bounded spin, then sleep until
-//                 a publish wakes it (kWaitSpin in spin.hpp)
+//                 size()'s walk over them, and wait_for_size(): a bounded spin, then asleep in a
+//                 parking slot until a publish reaches its count (kWaitSpin in spin.hpp)
 //   solo mode     concurrent_solo.hpp, concurrent_solo.cpp: the owner's plain stores, the
 //                 sections and the process-wide barrier that ends it
 //   pacing        pace_state.hpp, concurrent_pacing.cpp (bounds in spin.hpp)
@@ -204,7 +204,7 @@ class ConcurrentCore {
   unsigned char load_mark(size_type i) const noexcept;
   size_type ready_end(size_type p, size_type end) const noexcept;
   // After a publish (a store of published_ or of ready marks): wakes the threads sleeping in
-  // wait_for_size, if one set the flag; otherwise one load and a branch.
+  // wait_for_size that it satisfied, if any sleeps (below the class).
   void wake_waiters() noexcept;
   void wake_sleepers() noexcept;
 
@@ -250,9 +250,9 @@ class ConcurrentCore {
   std::atomic<size_type> dropped_{0};         // written only when a Writer loses elements
   std::atomic<const void*> runner_{nullptr};  // the thread holding the turn (pacing; a hint)
   size_type solo_end_ = 0;                    // the claims solo mode made; set once, when it ends
-  // wait_for_size's sleepers: bit 0 set while one may sleep (publishes then wake them and clear
-  // it), the rest a count of wakes (the word changes at each, so a sleep never misses one).
-  mutable std::atomic<std::uint32_t> size_waiters_{0};
+  // Threads in wait_for_size's sleep on this array, each in a parking slot of its own
+  // (concurrent_publish.cpp): a publish looks for those it satisfied only while this is not 0.
+  mutable std::atomic<std::uint32_t> sleepers_{0};
 
   friend struct ConcurrentCoreLayout;
 };
@@ -273,7 +273,7 @@ struct ConcurrentCoreLayout {
   static_assert(!kEightBytePointers || offsetof(ConcurrentCore, solo_end_) / kLine == 3,
                 "the rarely written fields share published_'s line");
   static_assert(
-      !kEightBytePointers || offsetof(ConcurrentCore, size_waiters_) / kLine == 3,
+      !kEightBytePointers || offsetof(ConcurrentCore, sleepers_) / kLine == 3,
       "the sleepers' flag shares published_'s line, which every publish has just written");
   static_assert(!kEightBytePointers || offsetof(ConcurrentCore, waits_sleep_) / kLine <= 1,
                 "whether waits sleep is read-mostly");
@@ -283,14 +283,14 @@ struct ConcurrentCoreLayout {
 #pragma warning(pop)
 #endif
 
-// Called by every publish after its stores (in solo mode too: a reader may wait for the owner).
-// Paired with wait_for_size's process-wide barrier, which a thread pays before it sleeps: a full
-// fence between the stores before and the load below, so either that thread's check after the
-// barrier sees this publish, or this load sees its flag. Where there is no barrier, no thread
-// sleeps and the flag stays clear.
+// Called by every publish after its stores (in solo mode too: a reader may wait for the owner):
+// wakes the threads asleep in wait_for_size whose count the prefix has reached; with none asleep,
+// one load and a branch. A compiler barrier only, paired with the process-wide barrier that a
+// sleeper issues between counting itself and checking size(): either that check sees this
+// publish, or this load sees the count (wake_sleepers: concurrent_publish.cpp).
 inline void ConcurrentCore::wake_waiters() noexcept {
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  if ((size_waiters_.load(std::memory_order_relaxed) & 1u) != 0) wake_sleepers();
+  if (sleepers_.load(std::memory_order_relaxed) != 0) wake_sleepers();
 }
 
 }  // namespace reservoir::detail
