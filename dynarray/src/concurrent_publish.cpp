@@ -66,24 +66,39 @@ ParkingSlot* take_parking_slot(const void* core, std::size_t target) noexcept {
   return nullptr;
 }
 
+// The pauses this thread spins in wait_for_size before it sleeps: kWaitSpin, halved after each
+// wait whose spin did not pay (down to kWaitSpinLeast), doubled back after each that did. A hint:
+// it counts the thread's waits on every array alike.
+constinit thread_local unsigned t_wait_spin = kWaitSpin;
+
 }  // namespace
 
 // The prefix waited for is held back by appends in progress, whose threads may have lost their
 // CPU (to this one, among others): after a short spin, which covers an appender that is running,
-// the thread sleeps in the OS, on its own parking slot's word. It counts itself in sleepers_ and,
-// before each sleep, sets bit 0 of that word, issues the process-wide barrier and checks size()
-// again. A publish stores, then loads sleepers_ with a compiler barrier between, so either the
-// check sees the publish, or the publish sees the count and wakes, in wake_sleepers, each slot
-// whose count the prefix reached (the word changes, so a wake between the check and the sleep is
-// not missed). Where the OS has no such barrier or refuses it, the thread yields its CPU between
-// checks instead of sleeping (publishes do not pay a fence for it).
+// the thread sleeps in the OS, on its own parking slot's word (the spin adapts: t_wait_spin). It
+// counts itself in sleepers_ and, before each sleep, sets bit 0 of that word, issues the
+// process-wide barrier and checks size() again. A publish stores, then loads sleepers_ with a
+// compiler barrier between, so either the check sees the publish, or the publish sees the count and
+// wakes, in wake_sleepers, each slot whose count the prefix reached (the word changes, so a wake
+// between the check and the sleep is not missed). Where the OS has no such barrier or refuses it,
+// the thread yields its CPU between checks instead of sleeping (publishes do not pay a fence for
+// it).
 ConcurrentCore::size_type ConcurrentCore::wait_for_size(size_type n) const noexcept {
   size_type s = size();
-  for (unsigned spin = 0; s < n && spin < kWaitSpin; ++spin) {
-    cpu_pause();
-    s = size();
-  }
   if (s >= n) return s;
+  unsigned spin = 0;
+  while (spin < t_wait_spin) {
+    cpu_pause();
+    ++spin;
+    s = size();
+    if (s >= n) {
+      t_wait_spin = (std::min)(kWaitSpin, t_wait_spin * 2);  // spinning paid: spin longer
+      return s;
+    }
+  }
+  // Spinning did not pay: the appenders this thread waits for were not running. Spin less next
+  // time, as long as that goes on (where threads outnumber the cores, most waits are such).
+  t_wait_spin = (std::max)(kWaitSpinLeast, t_wait_spin / 2);
   ParkingSlot* const slot = waits_sleep_ ? take_parking_slot(this, n) : nullptr;
   if (slot == nullptr) {
     while (s < n) {

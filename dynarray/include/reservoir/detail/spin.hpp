@@ -49,9 +49,12 @@ inline constexpr unsigned kRunPaid = 8;
 inline constexpr unsigned kUnpacedCuts = 256;
 
 // ConcurrentCore::wait_for_size checks the prefix after each of up to kWaitSpin CPU pauses (a few
-// microseconds: the time a running appender takes for a block of a few dozen elements) before it
-// sleeps until a publish wakes it: a thread waiting for one that lost its CPU must not spin
-// through that thread's time slice, and a sleep costs system calls on both sides.
+// microseconds: the time a running appender takes for a block of a few dozen elements, and about
+// what a sleep and its wake cost) before it sleeps until a publish wakes it: a thread waiting for
+// one that lost its CPU must not spin through that thread's time slice. A thread whose spins keep
+// ending in a sleep (its appenders are not running: more threads than cores) spins less, down to
+// kWaitSpinLeast pauses, until a spin pays again.
 inline constexpr unsigned kWaitSpin = 128;
+inline constexpr unsigned kWaitSpinLeast = 4;
 
 }  // namespace reservoir::detail
