@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -66,16 +67,11 @@ ParkingSlot* take_parking_slot(const void* core, std::size_t target) noexcept {
   return nullptr;
 }
 
-// The pauses this thread spins in wait_for_size before it sleeps: kWaitSpin, halved after each
-// wait whose spin did not pay (down to kWaitSpinLeast), doubled back after each that did. A hint:
-// it counts the thread's waits on every array alike.
-constinit thread_local unsigned t_wait_spin = kWaitSpin;
-
 }  // namespace
 
 // The prefix waited for is held back by appends in progress, whose threads may have lost their
 // CPU (to this one, among others): after a short spin, which covers an appender that is running,
-// the thread sleeps in the OS, on its own parking slot's word (the spin adapts: t_wait_spin). It
+// and a bounded time of yielding, the thread sleeps in the OS, on its own parking slot's word. It
 // counts itself in sleepers_ and, before each sleep, sets bit 0 of that word, issues the
 // process-wide barrier and checks size() again. A publish stores, then loads sleepers_ with a
 // compiler barrier between, so either the check sees the publish, or the publish sees the count and
@@ -85,20 +81,22 @@ constinit thread_local unsigned t_wait_spin = kWaitSpin;
 // it).
 ConcurrentCore::size_type ConcurrentCore::wait_for_size(size_type n) const noexcept {
   size_type s = size();
-  if (s >= n) return s;
-  unsigned spin = 0;
-  while (spin < t_wait_spin) {
+  for (unsigned spin = 0; s < n && spin < kWaitSpin; ++spin) {
     cpu_pause();
-    ++spin;
     s = size();
-    if (s >= n) {
-      t_wait_spin = (std::min)(kWaitSpin, t_wait_spin * 2);  // spinning paid: spin longer
-      return s;
-    }
   }
-  // Spinning did not pay: the appenders this thread waits for were not running. Spin less next
-  // time, as long as that goes on (where threads outnumber the cores, most waits are such).
-  t_wait_spin = (std::max)(kWaitSpinLeast, t_wait_spin / 2);
+  // Then yielding, for a bounded time: a thread of this process that lost its CPU to this one gets
+  // it back through a yield (one context switch), without the system calls of a sleep and its
+  // wake, which cost more than a block's append where threads outnumber the cores and blocks pass
+  // from thread to thread. A wait longer than that (an appender that stays descheduled) sleeps.
+  if (s < n) {
+    const auto until = std::chrono::steady_clock::now() + kWaitYielding;
+    do {
+      pal::yield_thread();
+      s = size();
+    } while (s < n && std::chrono::steady_clock::now() < until);
+  }
+  if (s >= n) return s;
   ParkingSlot* const slot = waits_sleep_ ? take_parking_slot(this, n) : nullptr;
   if (slot == nullptr) {
     while (s < n) {

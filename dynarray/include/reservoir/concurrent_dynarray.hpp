@@ -106,8 +106,8 @@
 // last of them has returned, so no index below a filled one stays empty; a claim made meanwhile
 // throws the same error and adds nothing. size() is two loads and a byte load when nothing finished
 // out of order since the last call, otherwise one byte load per ready piece it passes. Each
-// publish also loads one flag on the line of its own store, set only while a thread sleeps in
-// wait_for_size (which the publish then wakes: one system call).
+// publish also loads one count on the line of its own store, not 0 only while a thread sleeps in
+// wait_for_size (the publish then wakes those whose count it reached: one system call each).
 #pragma once
 
 #include <algorithm>
@@ -315,9 +315,10 @@ class ConcurrentDynArray {
   // Waits until size() >= n and returns size(): for a reader that needs an element another thread
   // is appending (or has yet to append), such as the next index of a memo filled in order. Spins
   // for a few microseconds, which covers an appender that is running, then sleeps in the OS until
-  // a publish wakes it, so that it does not hold a CPU the appender it waits for needs (where the
-  // process-wide barrier of solo mode is not available, it yields its CPU between checks
-  // instead). Returns at once if size() >= n already. Waits for good if the elements below n are
+  // a publish reaches n, so that it does not hold a CPU the appender it waits for needs; a publish
+  // wakes only the threads whose n it reached. Where the process-wide barrier of solo mode is not
+  // available, or 32 threads of the process sleep here already, it yields its CPU between checks
+  // instead. Returns at once if size() >= n already. Waits for good if the elements below n are
   // never all appended (an append that does not return, a Writer that is never flushed). Throws
   // std::length_error for n > max_size(), which no append can reach.
   size_type wait_for_size(size_type n) const {

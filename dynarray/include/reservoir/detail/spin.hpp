@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 
 #if defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
 #include <immintrin.h>  // _mm_pause
@@ -49,12 +50,16 @@ inline constexpr unsigned kRunPaid = 8;
 inline constexpr unsigned kUnpacedCuts = 256;
 
 // ConcurrentCore::wait_for_size checks the prefix after each of up to kWaitSpin CPU pauses (a few
-// microseconds: the time a running appender takes for a block of a few dozen elements, and about
-// what a sleep and its wake cost) before it sleeps until a publish wakes it: a thread waiting for
-// one that lost its CPU must not spin through that thread's time slice. A thread whose spins keep
-// ending in a sleep (its appenders are not running: more threads than cores) spins less, down to
-// kWaitSpinLeast pauses, until a spin pays again.
+// microseconds: the time a running appender takes for a block of a few dozen elements), then
+// between yields of its CPU for up to kWaitYielding, and only then sleeps until a publish wakes
+// it. A thread waiting for one that lost its CPU must not spin through that thread's time slice:
+// a yield hands the CPU to another runnable thread (that one, if it waits on the same CPU), and
+// costs one context switch where a sleep and its wake cost system calls on both sides and a wake
+// of the sleeper (tens of microseconds on a virtual machine: more than the handover of a block
+// between threads, which an ordered memo makes at every block). The bound, a fraction of a time
+// slice, ends the waits that yielding does not shorten: an appender descheduled for longer, or a
+// scheduler that keeps running the yielding thread.
 inline constexpr unsigned kWaitSpin = 128;
-inline constexpr unsigned kWaitSpinLeast = 4;
+inline constexpr std::chrono::microseconds kWaitYielding{1000};
 
 }  // namespace reservoir::detail
