@@ -127,8 +127,8 @@ ConcurrentCore::size_type ConcurrentCore::wait_for_size(size_type n) const noexc
 
 // Some thread sleeps in wait_for_size on this array: wake those whose count the prefix reached
 // (each checks its own count again), and no other, so that threads waiting for later blocks sleep
-// on. Clearing bit 0 changes the word, so a thread about to sleep
-// on it returns at once; a slot whose thread is awake already is left alone.
+// on. Clearing bit 0 changes the word, so a thread about to sleep on it returns at once; a slot
+// whose thread is awake already is left alone.
 void ConcurrentCore::wake_sleepers() noexcept {
   // Publishes that a sleeper's check missed all get here; with this fence between each one's
   // stores and its size(), the last of them (in the fences' order) finds every one of them.

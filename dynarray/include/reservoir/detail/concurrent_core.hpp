@@ -6,8 +6,9 @@
 //   claim         concurrent_claim.hpp, concurrent_claim.cpp: claim(), the one-index fetch_add
 //                 and the block compare-and-swap, the claims past capacity
 //   publish       concurrent_publish.hpp, concurrent_publish.cpp: publish(), the ready marks,
-//                 size()'s walk over them, and wait_for_size(): a bounded spin, then asleep in a
-//                 parking slot until a publish reaches its count (kWaitSpin in spin.hpp)
+//                 size()'s walk over them, and wait_for_size(): a bounded spin, bounded
+//                 yielding, then asleep in a parking slot until a publish reaches its count
+//                 (the bounds in spin.hpp)
 //   solo mode     concurrent_solo.hpp, concurrent_solo.cpp: the owner's plain stores, the
 //                 sections and the process-wide barrier that ends it
 //   pacing        pace_state.hpp, concurrent_pacing.cpp (bounds in spin.hpp)
