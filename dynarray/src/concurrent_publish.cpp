@@ -70,8 +70,8 @@ ParkingSlot* take_parking_slot(const void* core, std::size_t target) noexcept {
 }  // namespace
 
 // The prefix waited for is held back by appends in progress, whose threads may have lost their
-// CPU (to this one, among others): after a short spin, which covers an appender that is running,
-// and a bounded time of yielding, the thread sleeps in the OS, on its own parking slot's word. It
+// CPU (to this one, among others): after a bounded time of yielding, the thread sleeps in the OS,
+// on its own parking slot's word. It
 // counts itself in sleepers_ and, before each sleep, sets bit 0 of that word, issues the
 // process-wide barrier and checks size() again. A publish stores, then loads sleepers_ with a
 // compiler barrier between, so either the check sees the publish, or the publish sees the count and
@@ -81,14 +81,12 @@ ParkingSlot* take_parking_slot(const void* core, std::size_t target) noexcept {
 // it).
 ConcurrentCore::size_type ConcurrentCore::wait_for_size(size_type n) const noexcept {
   size_type s = size();
-  for (unsigned spin = 0; s < n && spin < kWaitSpin; ++spin) {
-    cpu_pause();
-    s = size();
-  }
-  // Then yielding, for a bounded time: a thread of this process that lost its CPU to this one gets
-  // it back through a yield (one context switch), without the system calls of a sleep and its
-  // wake, which cost more than a block's append where threads outnumber the cores and blocks pass
-  // from thread to thread. A wait longer than that (an appender that stays descheduled) sleeps.
+  // Yielding first, for a bounded time: a thread of this process that lost its CPU to this one
+  // gets it back through a yield (one context switch), without the system calls of a sleep and
+  // its wake, which cost more than a block's append where threads outnumber the cores and blocks
+  // pass from thread to thread; with nothing else to run, a yield returns at once and the thread
+  // checks again, as a spin would. A wait longer than that (an appender that stays descheduled)
+  // sleeps.
   if (s < n) {
     const auto until = std::chrono::steady_clock::now() + kWaitYielding;
     do {

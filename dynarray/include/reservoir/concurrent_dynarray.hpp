@@ -313,10 +313,10 @@ class ConcurrentDynArray {
   // The published prefix's length; never decreases.
   size_type size() const noexcept { return core_.size(); }
   // Waits until size() >= n and returns size(): for a reader that needs an element another thread
-  // is appending (or has yet to append), such as the next index of a memo filled in order. Spins
-  // for a few microseconds, which covers an appender that is running, then sleeps in the OS until
-  // a publish reaches n, so that it does not hold a CPU the appender it waits for needs; a publish
-  // wakes only the threads whose n it reached. Where the process-wide barrier of solo mode is not
+  // is appending (or has yet to append), such as the next index of a memo filled in order. Yields
+  // its CPU between checks for up to a millisecond (to the appender it waits for, if that one lost
+  // its CPU), then sleeps in the OS until a publish reaches n; a publish wakes only the threads
+  // whose n it reached. Where the process-wide barrier of solo mode is not
   // available, or 32 threads of the process sleep here already, it yields its CPU between checks
   // instead. Returns at once if size() >= n already. Waits for good if the elements below n are
   // never all appended (an append that does not return, a Writer that is never flushed). Throws

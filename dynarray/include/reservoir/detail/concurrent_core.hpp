@@ -6,9 +6,9 @@
 //   claim         concurrent_claim.hpp, concurrent_claim.cpp: claim(), the one-index fetch_add
 //                 and the block compare-and-swap, the claims past capacity
 //   publish       concurrent_publish.hpp, concurrent_publish.cpp: publish(), the ready marks,
-//                 size()'s walk over them, and wait_for_size(): a bounded spin, bounded
-//                 yielding, then asleep in a parking slot until a publish reaches its count
-//                 (the bounds in spin.hpp)
+//                 size()'s walk over them, and wait_for_size(): bounded yielding, then asleep
+//                 in a parking slot until a publish reaches its count (kWaitYielding in
+//                 spin.hpp)
 //   solo mode     concurrent_solo.hpp, concurrent_solo.cpp: the owner's plain stores, the
 //                 sections and the process-wide barrier that ends it
 //   pacing        pace_state.hpp, concurrent_pacing.cpp (bounds in spin.hpp)
@@ -124,9 +124,9 @@ class ConcurrentCore {
   // The published prefix: published_ and the ready pieces that follow it, which it stores back
   // into published_ (a reader writes, but never waits: see advance_published).
   size_type size() const noexcept;
-  // Waits until size() >= n and returns size() (n <= max_size(): the caller checks). Spins for a
-  // few microseconds (kWaitSpin pauses), then sleeps in the OS until a publish wakes it, where the
-  // process-wide barrier is available; elsewhere it yields its CPU between checks instead.
+  // Waits until size() >= n and returns size() (n <= max_size(): the caller checks). Yields its
+  // CPU between checks for up to kWaitYielding, then sleeps in the OS until a publish wakes it,
+  // where the process-wide barrier is available; elsewhere it goes on yielding.
   size_type wait_for_size(size_type n) const noexcept;
 
   // ---- reports (concurrent_reports.cpp) --------------------------------------------------------
