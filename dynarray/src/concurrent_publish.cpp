@@ -36,7 +36,7 @@ namespace {
 // on, its own, so that a publish wakes only the threads whose count it reached (threads waiting
 // for later blocks sleep on). Slots are shared by every array of the process; a thread that finds
 // none free yields its CPU between checks instead of sleeping.
-struct alignas(32) ParkingSlot {
+struct ParkingSlot {
   std::atomic<std::uint32_t> taken{0};  // 0 free, else parking_stamp() of the taker's process
   std::atomic<std::uint32_t> word{0};   // bit 0 set while its thread sleeps; + 1 by each wake
   std::atomic<const void*> core{nullptr};
