@@ -81,8 +81,9 @@ inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
 // A Writer per thread, as a user would write the memo with one: threads take blocks of kWriterBlock
 // consecutive numbers from a shared counter, compute their orbit lengths into their own writer
 // (memo lookups read the published prefix with no lock) and flush the block once the array holds
-// every number before it (element i is the length of i+1), yielding until then. The block is
-// the writer's first buffer, so it never flushes early. Returns seconds.
+// every number before it (element i is the length of i+1), waiting for that in wait_for_size (a
+// bounded spin, then asleep until a flush wakes it). The block is the writer's first buffer, so it
+// never flushes early. Returns seconds.
 inline constexpr std::uint64_t kWriterBlock = 16;
 inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
                                               reservoir::ConcurrentDynArray<std::uint32_t>& memo) {
@@ -100,8 +101,7 @@ inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
           const std::uint64_t known = memo.size();
           w.push_back(orbit_length(x, known, [&memo](std::uint64_t j) { return memo[j]; }));
         }
-        while (memo.size() != first - 1)
-          std::this_thread::yield();
+        (void)memo.wait_for_size(first - 1);  // no later block flushes before this one
         w.flush();
       }
     });

@@ -56,6 +56,14 @@ void hold_commit_until_a_wait() {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
+
+// Lets the construction held by the wait_for_size test go on: installed as the hook of pal's
+// wait, so it runs once a waiter is about to sleep.
+std::atomic<bool> g_wait_release{false};
+std::atomic<bool> g_wait_gave_up{false};
+void release_on_a_wait() {
+  g_wait_release = true;
+}
 }  // namespace
 
 TEST_SUITE("concurrent") {
@@ -623,6 +631,65 @@ TEST_SUITE("concurrent") {
     CHECK(a.size() == 2003);
     for (std::uint64_t v : a.published())
       REQUIRE(v != 0);
+  }
+
+  TEST_CASE(
+      "wait_for_size: a reader waiting for a stalled append sleeps until its publish wakes it") {
+    // Index `base` is held by a construction that goes on only once the waiter has gone to sleep
+    // (pal counted a wait: the hook below), or gives up after a minute: a waiter that spun or
+    // yielded instead would never let it go on. Its publish must then wake the waiter. In solo
+    // mode (the holder is the only appender) and in shared mode.
+    const test::HangWatchdog watchdog("wait_for_size's sleeper", 600);
+    if (!pal::process_barrier_supported()) {
+      MESSAGE("no process-wide barrier here: wait_for_size yields instead of sleeping");
+      return;
+    }
+    for (const bool shared : {false, true}) {
+      CAPTURE(shared);
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(100'000)};
+      std::uint64_t base = 0;
+      if (shared) {
+        a.push_back(encode(9, 1));
+        std::thread([&] { a.push_back(encode(9, 2)); }).join();  // shared mode from here
+        // Appends with nobody waiting: no wake (the flag is clear, so a publish only loads it).
+        const std::uint64_t wakes = pal::testing::calls(pal::Op::wake);
+        for (std::uint64_t s = 1; s <= 1000; ++s)
+          a.push_back(encode(8, s));
+        CHECK(pal::testing::calls(pal::Op::wake) == wakes);
+        base = a.size();
+        REQUIRE(base == 1002);
+      }
+      CHECK(a.wait_for_size(base) == base);  // reached already: returns at once, no sleep
+      g_wait_release = false;
+      g_wait_gave_up = false;
+      const std::uint64_t waits = pal::testing::calls(pal::Op::wait);
+      const std::uint64_t wakes = pal::testing::calls(pal::Op::wake);
+      pal::testing::on_call(pal::Op::wait, &release_on_a_wait);
+      std::thread holder([&] {
+        a.emplace_back_with([&](std::size_t i) noexcept {
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+          while (!g_wait_release.load()) {
+            if (std::chrono::steady_clock::now() > deadline) {
+              g_wait_gave_up = true;
+              break;
+            }
+            std::this_thread::yield();
+          }
+          return encode(7, i);
+        });
+      });
+      std::uint64_t seen = 0;
+      std::thread waiter([&] { seen = a.wait_for_size(base + 1); });
+      holder.join();
+      waiter.join();
+      pal::testing::on_call(pal::Op::wait, nullptr);
+      CHECK_FALSE(g_wait_gave_up.load());  // the waiter went to sleep while the append stalled
+      CHECK(pal::testing::calls(pal::Op::wait) > waits);
+      CHECK(pal::testing::calls(pal::Op::wake) > wakes);  // and the publish woke it
+      CHECK(seen == base + 1);
+      CHECK(a[base] == encode(7, base));
+      CHECK_THROWS_AS((void)a.wait_for_size(a.max_size() + 1), std::length_error);
+    }
   }
 
   TEST_CASE("plain push_back from 2 to 16 threads: one fetch_add each, no failed claim, no retry") {

@@ -105,7 +105,9 @@
 // are undone (each throws what the refusal was) and the counter goes back to the capacity once the
 // last of them has returned, so no index below a filled one stays empty; a claim made meanwhile
 // throws the same error and adds nothing. size() is two loads and a byte load when nothing finished
-// out of order since the last call, otherwise one byte load per ready piece it passes.
+// out of order since the last call, otherwise one byte load per ready piece it passes. Each
+// publish also loads one count on the line of its own store, not 0 only while a thread sleeps in
+// wait_for_size (the publish then wakes those whose count it reached: one system call each).
 #pragma once
 
 #include <algorithm>
@@ -307,6 +309,22 @@ class ConcurrentDynArray {
 
   // The published prefix's length; never decreases.
   size_type size() const noexcept { return core_.size(); }
+  // Waits until size() >= n and returns size(): for a reader that needs an element another thread
+  // is appending (or has yet to append), such as the next index of a memo filled in order. Yields
+  // its CPU between checks for up to a millisecond (to the appender it waits for, if that one lost
+  // its CPU), then sleeps in the OS until a publish reaches n; a publish wakes only the threads
+  // whose n it reached. Where the process-wide barrier of solo mode is not
+  // available, or 32 threads of the process sleep here already, it yields its CPU between checks
+  // instead. Returns at once if size() >= n already. Waits for good if the elements below n are
+  // never all appended (an append that does not return, a Writer that is never flushed). Throws
+  // std::length_error for n > max_size(), which no append can reach.
+  size_type wait_for_size(size_type n) const {
+    if (n > max_size()) {
+      throw std::length_error("reservoir::ConcurrentDynArray::wait_for_size: " + std::to_string(n) +
+                              " is more than max_size() " + std::to_string(max_size()));
+    }
+    return core_.wait_for_size(n);
+  }
   bool empty() const noexcept { return size() == 0; }
   size_type max_size() const noexcept { return core_.max_size(); }
   // Elements that fit in committed memory.

@@ -44,9 +44,11 @@ inline void ConcurrentCore::publish_shared(size_type i, size_type n) noexcept {
   // would otherwise end the release sequence of whoever published them).
   if (published_.load(std::memory_order_acquire) == i) {
     published_.store(i + n, std::memory_order_release);
+    wake_waiters();
     return;
   }
   mark_ready(i, n);
+  wake_waiters();
   if ((i + n) / kAdvanceStride != i / kAdvanceStride)
     (void)advance_published(published_.load(std::memory_order_acquire));
 }
