@@ -692,6 +692,73 @@ TEST_SUITE("concurrent") {
     }
   }
 
+  TEST_CASE("a memo that reads past the prefix: try_get and append_with from 4 threads") {
+    // Element i is the Collatz orbit length of i + 1, appended by emplace_back_with (one thread)
+    // or append_with blocks (the others); every lookup below i goes through try_get, so it reads
+    // elements published past the prefix while other threads' appends are in progress. A reader
+    // checks whatever try_get finds meanwhile. Every value must equal a plain computation.
+    const std::uint64_t n = stress_scale(200'000);
+    const auto plain = [](std::uint64_t x) {
+      std::uint32_t steps = 0;
+      for (; x != 1; ++steps)
+        x = x % 2 == 1 ? 3 * x + 1 : x / 2;
+      return steps;
+    };
+    ConcurrentDynArray<std::uint32_t> a{reservoir::max_elements(n)};
+    std::atomic<std::uint64_t> taken{0}, found{0}, wrong{0};
+    const auto make = [&a, &found](std::size_t i) noexcept {
+      std::uint32_t steps = 0;
+      for (std::uint64_t x = i + 1; x != 1; ++steps) {
+        if (x <= i) {
+          if (const std::uint32_t* known = a.try_get(x - 1)) {
+            found.fetch_add(1, std::memory_order_relaxed);
+            return steps + *known;
+          }
+        }
+        x = x % 2 == 1 ? 3 * x + 1 : x / 2;
+      }
+      return steps;
+    };
+    std::atomic<bool> done{false};
+    std::thread reader([&] {
+      while (!done.load()) {
+        for (std::uint64_t j = 0; j < n; j += 97) {
+          const std::uint32_t* v = a.try_get(j);
+          if (v != nullptr && *v != plain(j + 1)) wrong.fetch_add(1);
+        }
+      }
+    });
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < 4; ++t) {
+      pool.emplace_back([&, t] {
+        const std::uint64_t block = t == 0 ? 1 : 2 + 3 * t;  // 1, 5, 8, 11
+        for (;;) {
+          const std::uint64_t first = taken.fetch_add(block);
+          if (first >= n) return;
+          const std::uint64_t count = std::min(block, n - first);
+          if (count == 1) {
+            (void)a.emplace_back_with(make);
+          } else {
+            (void)a.append_with(count, make);
+          }
+        }
+      });
+    }
+    for (auto& t : pool)
+      t.join();
+    done = true;
+    reader.join();
+    REQUIRE(a.size() == n);
+    std::uint64_t mismatches = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      if (a[i] != plain(i + 1)) ++mismatches;
+      if (a.try_get(i) != &a[i]) ++mismatches;
+    }
+    CHECK(mismatches == 0);
+    CHECK(wrong == 0);
+    CHECK(found > 0);
+  }
+
   TEST_CASE("plain push_back from 2 to 16 threads: one fetch_add each, no failed claim, no retry") {
     for (unsigned threads : {2u, 4u, 8u, 16u}) {
       const std::uint64_t each = stress_scale(100'000);

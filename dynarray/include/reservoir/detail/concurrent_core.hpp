@@ -120,8 +120,14 @@ class ConcurrentCore {
 
   // ---- publish (concurrent_publish.hpp) --------------------------------------------------------
 
-  // Publishes the constructed indices [i, i + n) (n >= 1).
-  void publish(size_type i, size_type n = 1) noexcept;
+  // Publishes the constructed indices [i, i + n) (n >= 1). With `each`, a block that finishes out
+  // of order is marked index by index, so that is_published finds each of its elements.
+  void publish(size_type i, size_type n = 1, bool each = false) noexcept;
+  // Whether element i is known to be published: below published_, or marked ready (a one-element
+  // append, the first index of a piece, or any index of a block published `each`). Never true
+  // for an element not yet constructed; false for the inside of a block marked by pieces until
+  // published_ passes it. One or two loads and a byte load; never stores.
+  bool is_published(size_type i) const noexcept;
   // The published prefix: published_ and the ready pieces that follow it, which it stores back
   // into published_ (a reader writes, but never waits: see advance_published).
   size_type size() const noexcept;
@@ -177,7 +183,7 @@ class ConcurrentCore {
   std::error_code revoke() noexcept;
   bool solo_claim_counted(size_type i) noexcept;
   size_type claim_solo(ClaimSite site, size_type n, bool partial, size_type* claimed_count);
-  void publish_solo(size_type i, size_type n) noexcept;
+  void publish_solo(size_type i, size_type n, bool each) noexcept;
 
   // ---- pacing (concurrent_pacing.cpp) ----------------------------------------------------------
 
@@ -200,8 +206,8 @@ class ConcurrentCore {
   // ---- publish (concurrent_publish.hpp, concurrent_publish.cpp) --------------------------------
 
   static constexpr size_type kAdvanceStride = 256;
-  void publish_shared(size_type i, size_type n) noexcept;
-  void mark_ready(size_type i, size_type n) noexcept;
+  void publish_shared(size_type i, size_type n, bool each) noexcept;
+  void mark_ready(size_type i, size_type n, bool each) noexcept;
   size_type advance_published(size_type p) const noexcept;
   unsigned char load_mark(size_type i) const noexcept;
   size_type ready_end(size_type p, size_type end) const noexcept;

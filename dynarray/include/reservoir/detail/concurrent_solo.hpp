@@ -159,9 +159,9 @@ inline ConcurrentCore::size_type ConcurrentCore::claim_solo(ClaimSite site, size
 // appending from make() or from a constructor) finishes first; the outer one publishes it. The
 // store cannot undo a reader's advance: readers move published_ only over ready marks, and the
 // block that starts at published_ has none while its owner publishes it this way.
-inline void ConcurrentCore::publish_solo(size_type i, size_type n) noexcept {
+inline void ConcurrentCore::publish_solo(size_type i, size_type n, bool each) noexcept {
   if (published_.load(std::memory_order_relaxed) != i) {
-    mark_ready(i, n);
+    mark_ready(i, n, each);
   } else {
     published_.store(ready_end(i + n, solo_claimed_.load(std::memory_order_relaxed)),
                      std::memory_order_release);
