@@ -55,7 +55,7 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
         "by T threads\n   (median of {} reps; concurrent_dynarray: emplace_back_with per "
         "number; _writer: a Writer per\n   thread, blocks of {} numbers flushed in order; "
         "_blocks: append_with, blocks of {} claimed first;\n   the memo reads past the prefix "
-        "with try_get; vs 1 thread: the 1-thread time over this one, >1x is faster)\n\n",
+        "with try_get; vs 1 thread: the 1-thread time over this one,\n   >1x is faster)\n\n",
         rb::format_count(std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)), cfg.reps,
         collatz::kWriterBlock, collatz::kWriterBlock);
   } else {
