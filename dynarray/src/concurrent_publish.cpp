@@ -88,7 +88,8 @@ ConcurrentCore::size_type ConcurrentCore::wait_for_size(size_type n) const noexc
   // checks again, as a spin would. A wait longer than that (an appender that stays descheduled)
   // sleeps.
   if (s < n) {
-    const auto until = std::chrono::steady_clock::now() + kWaitYielding;
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(kWaitYieldingMicroseconds);
     do {
       pal::yield_thread();
       s = size();

@@ -7,7 +7,7 @@
 //                 and the block compare-and-swap, the claims past capacity
 //   publish       concurrent_publish.hpp, concurrent_publish.cpp: publish(), the ready marks,
 //                 size()'s walk over them, and wait_for_size(): bounded yielding, then asleep
-//                 in a parking slot until a publish reaches its count (kWaitYielding in
+//                 in a parking slot until a publish reaches its count (kWaitYieldingMicroseconds in
 //                 spin.hpp)
 //   solo mode     concurrent_solo.hpp, concurrent_solo.cpp: the owner's plain stores, the
 //                 sections and the process-wide barrier that ends it
@@ -132,8 +132,8 @@ class ConcurrentCore {
   // into published_ (a reader writes, but never waits: see advance_published).
   size_type size() const noexcept;
   // Waits until size() >= n and returns size() (n <= max_size(): the caller checks). Yields its
-  // CPU between checks for up to kWaitYielding, then sleeps in the OS until a publish wakes it,
-  // where the process-wide barrier is available; elsewhere it goes on yielding.
+  // CPU between checks for up to kWaitYieldingMicroseconds, then sleeps in the OS until a publish
+  // wakes it, where the process-wide barrier is available; elsewhere it goes on yielding.
   size_type wait_for_size(size_type n) const noexcept;
 
   // ---- reports (concurrent_reports.cpp) --------------------------------------------------------
