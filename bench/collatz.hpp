@@ -53,12 +53,36 @@ std::uint32_t orbit_length(std::uint64_t n, std::uint64_t known, Lookup lookup) 
   return steps;
 }
 
+// Orbit length of n (steps to reach 1), using find(j): the length of j+1 if it is known (a pointer
+// to it), else nullptr, for j < n-1 (the orbit goes on past a number that is not known yet).
+template <class Find>
+std::uint32_t orbit_length_found(std::uint64_t n, Find find) noexcept {
+  std::uint32_t steps = 0;
+  for (std::uint64_t x = n; x != 1; x = step(x), ++steps) {
+    if (x < n) {
+      if (const std::uint32_t* known = find(x - 1)) return steps + *known;
+    }
+  }
+  return steps;
+}
+
+// The memo's lookup for a number whose prefix read was `known` (memo.size()): below it, the
+// element itself; past it, whatever other threads have published already (try_get), so that a
+// thread preempted in its append shortens nobody's memo.
+inline auto memo_find(const reservoir::ConcurrentDynArray<std::uint32_t>& memo,
+                      std::uint64_t known) noexcept {
+  return [&memo, known](std::uint64_t j) noexcept {
+    return j < known ? memo.data() + j : memo.try_get(j);
+  };
+}
+
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // ConcurrentDynArray: each append computes the length of the number its slot stands for; memo
-// lookups read the published prefix with no lock. Returns seconds.
+// lookups read the published prefix, and past it any element already published (try_get), with no
+// lock. Returns seconds.
 inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
                                        reservoir::ConcurrentDynArray<std::uint32_t>& memo) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -67,8 +91,7 @@ inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
     pool.emplace_back([&memo, n, threads, t] {
       for (std::uint64_t k = t; k < n; k += threads) {
         memo.emplace_back_with([&memo](std::size_t i) noexcept {
-          const std::uint64_t known = memo.size();  // published: safe to read without a lock
-          return orbit_length(i + 1, known, [&memo](std::uint64_t j) { return memo[j]; });
+          return orbit_length_found(i + 1, memo_find(memo, memo.size()));
         });
       }
     });
@@ -81,8 +104,9 @@ inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
 // A Writer per thread, as a user would write the memo with one: threads take blocks of kWriterBlock
 // consecutive numbers from a shared counter, compute their orbit lengths into their own writer
 // (memo lookups read the published prefix with no lock) and flush the block once the array holds
-// every number before it (element i is the length of i+1), yielding until then. The block is
-// the writer's first buffer, so it never flushes early. Returns seconds.
+// every number before it (element i is the length of i+1), waiting for that in wait_for_size (a
+// bounded spin, then asleep until a flush wakes it). The block is the writer's first buffer, so it
+// never flushes early. Returns seconds.
 inline constexpr std::uint64_t kWriterBlock = 16;
 inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
                                               reservoir::ConcurrentDynArray<std::uint32_t>& memo) {
@@ -100,9 +124,34 @@ inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
           const std::uint64_t known = memo.size();
           w.push_back(orbit_length(x, known, [&memo](std::uint64_t j) { return memo[j]; }));
         }
-        while (memo.size() != first - 1)
-          std::this_thread::yield();
+        (void)memo.wait_for_size(first - 1);  // no later block flushes before this one
         w.flush();
+      }
+    });
+  }
+  for (auto& th : pool)
+    th.join();
+  return seconds_since(t0);
+}
+
+// Blocks claimed first (append_with): threads take the count of a block of kWriterBlock numbers
+// from a shared counter, and append_with claims the block's indices and computes each length at
+// its own index (element i is the length of i+1), then publishes the block without waiting for
+// the blocks before it; memo lookups as with_concurrent_dynarray's. Returns seconds.
+inline double with_concurrent_dynarray_blocks(std::uint64_t n, unsigned threads,
+                                              reservoir::ConcurrentDynArray<std::uint32_t>& memo) {
+  std::atomic<std::uint64_t> taken{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&memo, &taken, n] {
+      for (;;) {
+        const std::uint64_t first = taken.fetch_add(kWriterBlock, std::memory_order_relaxed);
+        if (first >= n) return;
+        const std::uint64_t count = std::min(kWriterBlock, n - first);
+        (void)memo.append_with(count, [&memo](std::size_t i) noexcept {
+          return orbit_length_found(i + 1, memo_find(memo, memo.size()));
+        });
       }
     });
   }

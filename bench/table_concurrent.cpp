@@ -15,7 +15,8 @@ void run_concurrent(const Config& cfg, const char* table, std::vector<Result>& o
   const std::uint64_t n = collatz_table ? std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)
                                         : concurrent_size(cfg);
   static const std::vector<std::string> kCollatz = {
-      "concurrent_dynarray", "concurrent_dynarray_writer", "vector_shared_mutex"};
+      "concurrent_dynarray", "concurrent_dynarray_writer", "concurrent_dynarray_blocks",
+      "vector_shared_mutex"};
   const std::vector<std::string> containers =
       collatz_table ? kCollatz
                     : std::vector<std::string>(std::begin(rb::kConcurrentContainers),
@@ -52,10 +53,11 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
     fmt::print(
         "5. Collatz memo (Rojc & Depolli): orbit lengths of 1..{} in one growing array shared "
         "by T threads\n   (median of {} reps; concurrent_dynarray: emplace_back_with per "
-        "number; _writer: a Writer per\n   thread, blocks of {} numbers flushed in order; vs 1 "
-        "thread: the 1-thread time over this one, >1x is faster)\n\n",
+        "number; _writer: a Writer per\n   thread, blocks of {} numbers flushed in order; "
+        "_blocks: append_with, blocks of {} claimed first;\n   the memo reads past the prefix "
+        "with try_get; vs 1 thread: the 1-thread time over this one,\n   >1x is faster)\n\n",
         rb::format_count(std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)), cfg.reps,
-        collatz::kWriterBlock);
+        collatz::kWriterBlock, collatz::kWriterBlock);
   } else {
     fmt::print(
         "4. Concurrent appends: T threads append {} ints in total (median of {} reps; _writer: "

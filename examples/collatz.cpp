@@ -1,7 +1,8 @@
 // The workload of Rojc & Depolli: the Collatz orbit length of every n in 1..N, memoised in one
 // growing ConcurrentDynArray shared by all threads. Element i holds the orbit length of i+1: a
-// thread appending it follows the orbit of i+1 until it drops into the published prefix, which it
-// reads with no lock (readers never wait), and adds the length found there. (reservoir-bench's
+// thread appending it follows the orbit of i+1 until it meets a number whose length is published
+// (try_get: in the published prefix or past it, read with no lock; readers never wait), and adds
+// the length found there. (reservoir-bench's
 // collatz table measures it against a std::vector behind a std::shared_mutex.)
 //   collatz [N] [THREADS]     (default 2000000, 2)
 #include <chrono>
@@ -17,14 +18,17 @@
 
 namespace {
 
-// Steps from n down to 1. Once the orbit falls below n into the first `known` numbers, their
-// memoised length (memo(j) is the length of j+1) finishes the count.
+// Steps from n down to 1. Once the orbit falls below n onto a number whose length is memoised
+// (memo(j): the length of j+1, or nullptr while it is not published), that length finishes the
+// count.
 template <class Memo>
-std::uint32_t orbit_length(std::uint64_t n, std::uint64_t known, Memo memo) {
+std::uint32_t orbit_length(std::uint64_t n, Memo memo) {
   std::uint32_t steps = 0;
   std::uint64_t x = n;
   while (x != 1) {
-    if (x < n && x <= known) return steps + memo(x - 1);
+    if (x < n) {
+      if (const std::uint32_t* known = memo(x - 1)) return steps + *known;
+    }
     x = x % 2 == 1 ? 3 * x + 1 : x / 2;
     ++steps;
   }
@@ -51,8 +55,8 @@ int main(int argc, char** argv) {
       for (std::uint64_t k = t; k < n; k += threads) {
         // The slot decides the number: slot i holds the length of i+1, whoever appends it.
         lengths.emplace_back_with([&lengths](std::size_t i) noexcept {
-          const auto memo = [&lengths](std::uint64_t j) { return lengths[j]; };
-          return orbit_length(i + 1, lengths.size(), memo);
+          const auto memo = [&lengths](std::uint64_t j) { return lengths.try_get(j); };
+          return orbit_length(i + 1, memo);
         });
       }
     });
@@ -64,7 +68,8 @@ int main(int argc, char** argv) {
   // Every length must match a plain computation without the memo.
   std::uint64_t longest = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
-    const std::uint32_t plain = orbit_length(i + 1, 0, [](std::uint64_t) { return 0u; });
+    const std::uint32_t plain =
+        orbit_length(i + 1, [](std::uint64_t) -> const std::uint32_t* { return nullptr; });
     if (lengths.size() != n || lengths[i] != plain) {
       std::fprintf(stderr, "collatz: mismatch at %llu\n", static_cast<unsigned long long>(i + 1));
       return 1;

@@ -478,7 +478,7 @@ TEST_SUITE("bench_smoke") {
     }
     // memory, throughput, latency: 7 containers (with the vector_populate, floor and floor_huge
     // baselines) x (int at 2 sizes + 2 heap-owning types at 2 sizes); then the concurrent
-    // contenders and the 3 Collatz ones (cells differ by thread count: counted by name here).
+    // contenders and the 4 Collatz ones (cells differ by thread count: counted by name here).
     const int nc = static_cast<int>(concurrent_containers.size());
     CHECK(nc >= 3);
     // The timeline: dynarray, vector, vector_reserve at the largest size.
@@ -492,8 +492,8 @@ TEST_SUITE("bench_smoke") {
     // both of their sizes (under 2 MiB).
     CHECK(huge_floor_skipped == (reservoir::pal::transparent_huge_pages() ? 3 : 3 * 2) + 3 * 2 * 2);
     CHECK(cells.size() + static_cast<std::size_t>(huge_floor_skipped + page_floor_skipped) ==
-          static_cast<std::size_t>(3 * 7 * (2 + 2 * 2) + nc + 3 + 3 + 5 * 4));
-    CHECK(threaded_cells == nc * 2 + 3 * 2);  // x 2 thread counts
+          static_cast<std::size_t>(3 * 7 * (2 + 2 * 2) + nc + 4 + 3 + 5 * 4));
+    CHECK(threaded_cells == nc * 2 + 4 * 2);  // x 2 thread counts
     CHECK(mixed_cells == 3 * 5);              // 3 containers x 5 types
     CHECK(mixed_cells_above_idle > 0);
     CHECK(r.output.find("Mixed workload") != std::string::npos);
@@ -579,8 +579,9 @@ TEST_SUITE("bench_smoke") {
     for (const char* name :
          {"dynarray", "vector_reserve", "deque", "pmr_arena", "pmr_monotonic", "vector_populate",
           "floor_huge", "concurrent_dynarray_writer", "concurrent_dynarray_bulk",
-          "concurrent_dynarray_readers", "vector_mutex", "deque_mutex", "tbb_concurrent_vector",
-          "claim_floor", "vector_shared_mutex", "page_floor", "append_range", "memcpy"}) {
+          "concurrent_dynarray_blocks", "concurrent_dynarray_readers", "vector_mutex",
+          "deque_mutex", "tbb_concurrent_vector", "claim_floor", "vector_shared_mutex",
+          "page_floor", "append_range", "memcpy"}) {
       CAPTURE(name);
       CHECK(r.output.find(name) != std::string::npos);
     }

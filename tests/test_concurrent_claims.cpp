@@ -56,6 +56,14 @@ void hold_commit_until_a_wait() {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
+
+// Lets the construction held by the wait_for_size test go on: installed as the hook of pal's
+// wait, so it runs once a waiter is about to sleep.
+std::atomic<bool> g_wait_release{false};
+std::atomic<bool> g_wait_gave_up{false};
+void release_on_a_wait() {
+  g_wait_release = true;
+}
 }  // namespace
 
 TEST_SUITE("concurrent") {
@@ -623,6 +631,132 @@ TEST_SUITE("concurrent") {
     CHECK(a.size() == 2003);
     for (std::uint64_t v : a.published())
       REQUIRE(v != 0);
+  }
+
+  TEST_CASE(
+      "wait_for_size: a reader waiting for a stalled append sleeps until its publish wakes it") {
+    // Index `base` is held by a construction that goes on only once the waiter has gone to sleep
+    // (pal counted a wait: the hook below), or gives up after a minute: a waiter that spun or
+    // yielded instead would never let it go on. Its publish must then wake the waiter. In solo
+    // mode (the holder is the only appender) and in shared mode.
+    const test::HangWatchdog watchdog("wait_for_size's sleeper", 600);
+    if (!pal::process_barrier_supported()) {
+      MESSAGE("no process-wide barrier here: wait_for_size yields instead of sleeping");
+      return;
+    }
+    for (const bool shared : {false, true}) {
+      CAPTURE(shared);
+      ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(100'000)};
+      std::uint64_t base = 0;
+      if (shared) {
+        a.push_back(encode(9, 1));
+        std::thread([&] { a.push_back(encode(9, 2)); }).join();  // shared mode from here
+        // Appends with nobody waiting: no wake (the flag is clear, so a publish only loads it).
+        const std::uint64_t wakes = pal::testing::calls(pal::Op::wake);
+        for (std::uint64_t s = 1; s <= 1000; ++s)
+          a.push_back(encode(8, s));
+        CHECK(pal::testing::calls(pal::Op::wake) == wakes);
+        base = a.size();
+        REQUIRE(base == 1002);
+      }
+      CHECK(a.wait_for_size(base) == base);  // reached already: returns at once, no sleep
+      g_wait_release = false;
+      g_wait_gave_up = false;
+      const std::uint64_t waits = pal::testing::calls(pal::Op::wait);
+      const std::uint64_t wakes = pal::testing::calls(pal::Op::wake);
+      pal::testing::on_call(pal::Op::wait, &release_on_a_wait);
+      std::thread holder([&] {
+        a.emplace_back_with([&](std::size_t i) noexcept {
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+          while (!g_wait_release.load()) {
+            if (std::chrono::steady_clock::now() > deadline) {
+              g_wait_gave_up = true;
+              break;
+            }
+            std::this_thread::yield();
+          }
+          return encode(7, i);
+        });
+      });
+      std::uint64_t seen = 0;
+      std::thread waiter([&] { seen = a.wait_for_size(base + 1); });
+      holder.join();
+      waiter.join();
+      pal::testing::on_call(pal::Op::wait, nullptr);
+      CHECK_FALSE(g_wait_gave_up.load());  // the waiter went to sleep while the append stalled
+      CHECK(pal::testing::calls(pal::Op::wait) > waits);
+      CHECK(pal::testing::calls(pal::Op::wake) > wakes);  // and the publish woke it
+      CHECK(seen == base + 1);
+      CHECK(a[base] == encode(7, base));
+      CHECK_THROWS_AS((void)a.wait_for_size(a.max_size() + 1), std::length_error);
+    }
+  }
+
+  TEST_CASE("a memo that reads past the prefix: try_get and append_with from 4 threads") {
+    // Element i is the Collatz orbit length of i + 1, appended by emplace_back_with (one thread)
+    // or append_with blocks (the others); every lookup below i goes through try_get, so it reads
+    // elements published past the prefix while other threads' appends are in progress. A reader
+    // checks whatever try_get finds meanwhile. Every value must equal a plain computation.
+    const std::uint64_t n = stress_scale(200'000);
+    const auto plain = [](std::uint64_t x) {
+      std::uint32_t steps = 0;
+      for (; x != 1; ++steps)
+        x = x % 2 == 1 ? 3 * x + 1 : x / 2;
+      return steps;
+    };
+    ConcurrentDynArray<std::uint32_t> a{reservoir::max_elements(n)};
+    std::atomic<std::uint64_t> taken{0}, found{0}, wrong{0};
+    const auto make = [&a, &found](std::size_t i) noexcept {
+      std::uint32_t steps = 0;
+      for (std::uint64_t x = i + 1; x != 1; ++steps) {
+        if (x <= i) {
+          if (const std::uint32_t* known = a.try_get(x - 1)) {
+            found.fetch_add(1, std::memory_order_relaxed);
+            return steps + *known;
+          }
+        }
+        x = x % 2 == 1 ? 3 * x + 1 : x / 2;
+      }
+      return steps;
+    };
+    std::atomic<bool> done{false};
+    std::thread reader([&] {
+      while (!done.load()) {
+        for (std::uint64_t j = 0; j < n; j += 97) {
+          const std::uint32_t* v = a.try_get(j);
+          if (v != nullptr && *v != plain(j + 1)) wrong.fetch_add(1);
+        }
+      }
+    });
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < 4; ++t) {
+      pool.emplace_back([&, t] {
+        const std::uint64_t block = t == 0 ? 1 : 2 + 3 * t;  // 1, 5, 8, 11
+        for (;;) {
+          const std::uint64_t first = taken.fetch_add(block);
+          if (first >= n) return;
+          const std::uint64_t count = std::min(block, n - first);
+          if (count == 1) {
+            (void)a.emplace_back_with(make);
+          } else {
+            (void)a.append_with(count, make);
+          }
+        }
+      });
+    }
+    for (auto& t : pool)
+      t.join();
+    done = true;
+    reader.join();
+    REQUIRE(a.size() == n);
+    std::uint64_t mismatches = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      if (a[i] != plain(i + 1)) ++mismatches;
+      if (a.try_get(i) != &a[i]) ++mismatches;
+    }
+    CHECK(mismatches == 0);
+    CHECK(wrong == 0);
+    CHECK(found > 0);
   }
 
   TEST_CASE("plain push_back from 2 to 16 threads: one fetch_add each, no failed claim, no retry") {

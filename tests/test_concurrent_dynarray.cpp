@@ -335,6 +335,65 @@ TEST_SUITE("concurrent") {
     CHECK(a.size() == 100);
   }
 
+  TEST_CASE("append_with: one block, make(i) at each index; try_get finds what is published") {
+    ConcurrentDynArray<std::uint64_t> none;
+    CHECK(none.try_get(0) == nullptr);
+    CHECK(none.append_with(0, [](std::size_t) noexcept { return std::uint64_t{1}; }) == 0);
+    CHECK_THROWS_AS(none.append_with(1, [](std::size_t) noexcept { return std::uint64_t{1}; }),
+                    std::length_error);
+
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(100)};
+    const auto triple = [](std::size_t i) noexcept { return std::uint64_t{3} * i + 1; };
+    CHECK(a.append_with(10, triple) == 0);
+    CHECK(a.append_with(0, triple) == a.max_size());  // claims nothing
+    CHECK(a.size() == 10);
+    for (std::size_t i = 0; i < 10; ++i) {
+      CHECK(a[i] == 3 * i + 1);
+      CHECK(a.try_get(i) == &a[i]);
+    }
+    CHECK(a.try_get(10) == nullptr);
+    CHECK(a.try_get(a.max_size()) == nullptr);
+    CHECK(a.try_get(~std::size_t{0}) == nullptr);
+
+    // Blocks that finish while an earlier index is still being constructed (appended from inside
+    // that construction): append_with's elements are each found by try_get before size() passes
+    // them; an append_range block's first element is, its others only once size() passes them.
+    std::size_t outer = 0;
+    bool found_own = true, found_inner = false, found_range_first = false, found_range_rest = true;
+    std::size_t size_inside = 0;
+    CHECK(a.emplace_back_with([&](std::size_t i) noexcept {
+      outer = i;
+      const std::size_t inner = a.append_with(4, triple);
+      const std::vector<std::uint64_t> block(4, 77);
+      const std::size_t range = a.append_range(block);
+      found_own = a.try_get(i) != nullptr;
+      found_inner = true;
+      for (std::size_t k = inner; k < inner + 4; ++k)
+        found_inner = found_inner && a.try_get(k) != nullptr && *a.try_get(k) == 3 * k + 1;
+      found_range_first = a.try_get(range) != nullptr && *a.try_get(range) == 77;
+      found_range_rest = a.try_get(range + 1) != nullptr;
+      size_inside = a.size();
+      return std::uint64_t{5};
+    }) == 10);
+    CHECK(outer == 10);
+    CHECK_FALSE(found_own);  // not constructed yet
+    CHECK(found_inner);
+    CHECK(found_range_first);
+    CHECK_FALSE(found_range_rest);
+    CHECK(size_inside == 10);  // the prefix waited for the outer element
+    CHECK(a.size() == 19);
+    CHECK(a[10] == 5);
+    for (std::size_t i = 0; i < 19; ++i)
+      CHECK(a.try_get(i) == &a[i]);
+
+    // All-or-nothing at the limit, as append_range.
+    CHECK_THROWS_AS(a.append_with(82, triple), std::length_error);
+    CHECK(a.size() == 19);
+    CHECK(a.append_with(81, triple) == 19);
+    CHECK(a.size() == 100);
+    CHECK(a[99] == 3 * 99 + 1);
+  }
+
   TEST_CASE("a throwing copy inside a block claims nothing: no hole, array still usable") {
     ConcurrentDynArray<Picky> a{reservoir::max_elements(1000)};
     std::vector<Picky> ok, poisoned;  // (an initializer list would copy)

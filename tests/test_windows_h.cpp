@@ -70,6 +70,9 @@ TEST_SUITE("windows_h") {
     reservoir::ConcurrentDynArray<int> c{reservoir::max_elements(1000)};
     c.push_back(7);
     CHECK(c.size() == 1);
+    CHECK(c.append_with(3, [](std::size_t i) noexcept { return static_cast<int>(i); }) == 1);
+    CHECK(c.wait_for_size(4) == 4);
+    CHECK((c.try_get(3) != nullptr && *c.try_get(3) == 3));
     reservoir::Arena arena(1 << 20);
     CHECK(arena.allocate(10, 8) != nullptr);
     CHECK(reservoir::default_reservation_size(reservoir::kDefaultReserveBytes) > 0);

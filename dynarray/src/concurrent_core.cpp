@@ -66,7 +66,10 @@ ConcurrentCore::ConcurrentCore(size_type max_size, size_type element_size, size_
   const auto base = reinterpret_cast<std::uintptr_t>(data_arena_.base());
   data_offset_ =
       static_cast<std::uint32_t>(alignment > kMinBaseAlignment ? -base & (alignment - 1) : 0);
-  if (pal::process_barrier_supported()) mode_.store(kSolo, std::memory_order_relaxed);
+  if (pal::process_barrier_supported()) {
+    mode_.store(kSolo, std::memory_order_relaxed);
+    waits_sleep_ = true;
+  }
   register_fork_count();
 }
 
@@ -77,6 +80,7 @@ void ConcurrentCore::take(ConcurrentCore& other) noexcept {
   ready_ = std::exchange(other.ready_, nullptr);
   data_offset_ = std::exchange(other.data_offset_, 0);
   solo_end_ = std::exchange(other.solo_end_, 0);
+  waits_sleep_ = std::exchange(other.waits_sleep_, false);
   dropped_.store(other.dropped_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
   solo_claimed_.store(other.solo_claimed_.exchange(0, std::memory_order_relaxed),
                       std::memory_order_relaxed);

@@ -24,8 +24,10 @@
 //   - size() is the length of the published prefix: every element below it is fully constructed,
 //     and its construction happens-before any read by a thread that observed that size()
 //     (acquire/release). size() never decreases. Readers never take a lock.
-//   - Reading element i (operator[], at, published()) is safe for i < size() while appends go on.
-//     Writing to a published element is the caller's business (like any shared object).
+//   - Reading element i (operator[], at, published()) is safe for i < size() while appends go on;
+//     try_get(i) also finds elements published past the prefix (marked ready, below), with the
+//     same happens-before. Writing to a published element is the caller's business (like any
+//     shared object).
 //   - Elements are published in index order. A block constructed early whose predecessor is still
 //     being constructed becomes visible when the predecessor is done: size() itself extends the
 //     published prefix over the blocks marked ready, so no appending thread hands the prefix to
@@ -93,7 +95,8 @@
 // Memory: the elements plus one ready byte per element, committed as the elements are; the ready
 // bytes' pages stay untouched until a block first finishes out of order (never while one thread
 // appends alone, unless it appends from inside one of its own constructions), after which each
-// new commit of them is prefaulted.
+// new commit of them is prefaulted. A block of append_with that finishes out of order stores a
+// byte per element, other blocks one per power-of-two piece.
 // Cost: in solo mode, an append is a few plain loads and stores around the construction. Once
 // shared, a one-element append claims with one fetch_add (after a bounded spin of up to 1024 CPU
 // pauses if another thread cut into its streak and holds the turn: pacing, so that streaks form), a
@@ -105,7 +108,9 @@
 // are undone (each throws what the refusal was) and the counter goes back to the capacity once the
 // last of them has returned, so no index below a filled one stays empty; a claim made meanwhile
 // throws the same error and adds nothing. size() is two loads and a byte load when nothing finished
-// out of order since the last call, otherwise one byte load per ready piece it passes.
+// out of order since the last call, otherwise one byte load per ready piece it passes. Each
+// publish also loads one count on the line of its own store, not 0 only while a thread sleeps in
+// wait_for_size (the publish then wakes those whose count it reached: one system call each).
 #pragma once
 
 #include <algorithm>
@@ -272,6 +277,26 @@ class ConcurrentDynArray {
     return i;
   }
 
+  // Claims `count` consecutive indices with one atomic operation (as append_range) and constructs
+  // make(i) at each index i of them, in index order, then publishes the block: emplace_back_with
+  // for a block, so that values which depend on their own index (a memo table) are computed
+  // where they go and published without waiting for any other thread. Returns the block's first
+  // index; count 0 claims nothing and returns max_size(). make must not throw (it runs after the
+  // claim); it may read any published element (the block's own are not published yet). Each
+  // element of the block is marked ready on its own if the block finishes out of order, so
+  // try_get finds it before size() passes it. Throws as append_range; nothing is added then.
+  template <class Make>
+  size_type append_with(size_type count, Make&& make) {
+    static_assert(std::is_nothrow_invocable_r_v<T, Make&, size_type>,
+                  "append_with needs a noexcept make(index) returning T");
+    if (count == 0) return max_size();
+    const size_type first = claim("append_with", count);
+    for (size_type i = first, end = first + count; i != end; ++i)
+      ::new (static_cast<void*>(elements() + i)) T(make(i));  // the result itself: no temporary
+    core_.publish(first, count, true);
+    return first;
+  }
+
   // As emplace_back, but std::nullopt instead of throwing for capacity or OS reasons.
   // Constructs in place or aside as emplace_back does (a heap allocation refused for a value
   // built aside is std::nullopt too).
@@ -307,6 +332,22 @@ class ConcurrentDynArray {
 
   // The published prefix's length; never decreases.
   size_type size() const noexcept { return core_.size(); }
+  // Waits until size() >= n and returns size(): for a reader that needs an element another thread
+  // is appending (or has yet to append), such as the next index of a memo filled in order. Yields
+  // its CPU between checks for up to a millisecond (to the appender it waits for, if that one lost
+  // its CPU), then sleeps in the OS until a publish reaches n; a publish wakes only the threads
+  // whose n it reached. Where the process-wide barrier of solo mode is not
+  // available, or 32 threads of the process sleep here already, it yields its CPU between checks
+  // instead. Returns at once if size() >= n already. Waits for good if the elements below n are
+  // never all appended (an append that does not return, a Writer that is never flushed). Throws
+  // std::length_error for n > max_size(), which no append can reach.
+  size_type wait_for_size(size_type n) const {
+    if (n > max_size()) {
+      throw std::length_error("reservoir::ConcurrentDynArray::wait_for_size: " + std::to_string(n) +
+                              " is more than max_size() " + std::to_string(max_size()));
+    }
+    return core_.wait_for_size(n);
+  }
   bool empty() const noexcept { return size() == 0; }
   size_type max_size() const noexcept { return core_.max_size(); }
   // Elements that fit in committed memory.
@@ -331,6 +372,18 @@ class ConcurrentDynArray {
                               " is not published (size " + std::to_string(size()) + ")");
     }
     return data()[i];
+  }
+  // Element i if it is known to be published, else nullptr: for a reader that may use any
+  // element already there, not only the prefix (a memo whose lookups should not wait for the
+  // slowest appender). Not null for every i < size(), for an element appended alone (push_back,
+  // emplace_back, emplace_back_with, try_emplace_back) or by append_with once its append has
+  // returned, and for the first element of a Writer's block or an append_range block; the
+  // other elements of those blocks are found once size() passes them. Never an element whose
+  // construction is not done; that construction happens-before the read through the pointer
+  // (acquire on its ready mark). Any i, max_size() and past included: nullptr. A few loads, no
+  // store; thread-safe.
+  const T* try_get(size_type i) const noexcept {
+    return core_.is_published(i) ? data() + i : nullptr;
   }
   // The published prefix as it is now; later appends do not invalidate it.
   std::span<const T> published() const noexcept { return {data(), size()}; }

@@ -5,8 +5,10 @@
 // One file per concern (inline parts here in detail/, the rest in dynarray/src/):
 //   claim         concurrent_claim.hpp, concurrent_claim.cpp: claim(), the one-index fetch_add
 //                 and the block compare-and-swap, the claims past capacity
-//   publish       concurrent_publish.hpp, concurrent_publish.cpp: publish(), the ready marks and
-//                 size()'s walk over them
+//   publish       concurrent_publish.hpp, concurrent_publish.cpp: publish(), the ready marks,
+//                 size()'s walk over them, and wait_for_size(): bounded yielding, then asleep
+//                 in a parking slot until a publish reaches its count (kWaitYieldingMicroseconds in
+//                 spin.hpp)
 //   solo mode     concurrent_solo.hpp, concurrent_solo.cpp: the owner's plain stores, the
 //                 sections and the process-wide barrier that ends it
 //   pacing        pace_state.hpp, concurrent_pacing.cpp (bounds in spin.hpp)
@@ -118,11 +120,21 @@ class ConcurrentCore {
 
   // ---- publish (concurrent_publish.hpp) --------------------------------------------------------
 
-  // Publishes the constructed indices [i, i + n) (n >= 1).
-  void publish(size_type i, size_type n = 1) noexcept;
+  // Publishes the constructed indices [i, i + n) (n >= 1). With `each`, a block that finishes out
+  // of order is marked index by index, so that is_published finds each of its elements.
+  void publish(size_type i, size_type n = 1, bool each = false) noexcept;
+  // Whether element i is known to be published: below published_, or marked ready (a one-element
+  // append, the first index of a piece, or any index of a block published `each`). Never true
+  // for an element not yet constructed; false for the inside of a block marked by pieces until
+  // published_ passes it. One or two loads and a byte load; never stores.
+  bool is_published(size_type i) const noexcept;
   // The published prefix: published_ and the ready pieces that follow it, which it stores back
   // into published_ (a reader writes, but never waits: see advance_published).
   size_type size() const noexcept;
+  // Waits until size() >= n and returns size() (n <= max_size(): the caller checks). Yields its
+  // CPU between checks for up to kWaitYieldingMicroseconds, then sleeps in the OS until a publish
+  // wakes it, where the process-wide barrier is available; elsewhere it goes on yielding.
+  size_type wait_for_size(size_type n) const noexcept;
 
   // ---- reports (concurrent_reports.cpp) --------------------------------------------------------
 
@@ -171,7 +183,7 @@ class ConcurrentCore {
   std::error_code revoke() noexcept;
   bool solo_claim_counted(size_type i) noexcept;
   size_type claim_solo(ClaimSite site, size_type n, bool partial, size_type* claimed_count);
-  void publish_solo(size_type i, size_type n) noexcept;
+  void publish_solo(size_type i, size_type n, bool each) noexcept;
 
   // ---- pacing (concurrent_pacing.cpp) ----------------------------------------------------------
 
@@ -194,11 +206,15 @@ class ConcurrentCore {
   // ---- publish (concurrent_publish.hpp, concurrent_publish.cpp) --------------------------------
 
   static constexpr size_type kAdvanceStride = 256;
-  void publish_shared(size_type i, size_type n) noexcept;
-  void mark_ready(size_type i, size_type n) noexcept;
+  void publish_shared(size_type i, size_type n, bool each) noexcept;
+  void mark_ready(size_type i, size_type n, bool each) noexcept;
   size_type advance_published(size_type p) const noexcept;
   unsigned char load_mark(size_type i) const noexcept;
   size_type ready_end(size_type p, size_type end) const noexcept;
+  // After a publish (a store of published_ or of ready marks): wakes the threads sleeping in
+  // wait_for_size that it satisfied, if any sleeps (below the class).
+  void wake_waiters() noexcept;
+  void wake_sleepers() noexcept;
 
   // ---- the fields ------------------------------------------------------------------------------
   //
@@ -218,11 +234,12 @@ class ConcurrentCore {
   Arena data_arena_;
   Arena ready_arena_;
   size_type max_size_ = 0;
-  unsigned char* ready_ = nullptr;             // one mark per index, zero until set
-  std::atomic<const void*> owner_{nullptr};    // the thread that appended first (solo)
-  std::atomic<size_type> capacity_{0};         // indices backed by committed memory
-  std::atomic<std::uint32_t> mode_{kShared};   // kSolo from construction where barriers work
-  std::atomic<bool> out_of_order_{false};      // some block was marked ready
+  unsigned char* ready_ = nullptr;            // one mark per index, zero until set
+  std::atomic<const void*> owner_{nullptr};   // the thread that appended first (solo)
+  std::atomic<size_type> capacity_{0};        // indices backed by committed memory
+  std::atomic<std::uint32_t> mode_{kShared};  // kSolo from construction where barriers work
+  std::atomic<bool> out_of_order_{false};     // some block was marked ready
+  bool waits_sleep_ = false;  // wait_for_size may sleep: the process-wide barrier is available
   std::atomic<std::uint32_t> commit_lock_{0};  // held by the thread committing (commit_lock.hpp)
   std::uint32_t data_offset_ = 0;              // from data_arena_'s base to index 0 (alignment.hpp)
   alignas(64) std::atomic<std::uint64_t> claimed_{0};  // indices handed out once shared
@@ -241,6 +258,9 @@ class ConcurrentCore {
   std::atomic<size_type> dropped_{0};         // written only when a Writer loses elements
   std::atomic<const void*> runner_{nullptr};  // the thread holding the turn (pacing; a hint)
   size_type solo_end_ = 0;                    // the claims solo mode made; set once, when it ends
+  // Threads in wait_for_size's sleep on this array, each in a parking slot of its own
+  // (concurrent_publish.cpp): a publish looks for those it satisfied only while this is not 0.
+  mutable std::atomic<std::uint32_t> sleepers_{0};
 
   friend struct ConcurrentCoreLayout;
 };
@@ -260,11 +280,26 @@ struct ConcurrentCoreLayout {
                 "published_ starts line 3");
   static_assert(!kEightBytePointers || offsetof(ConcurrentCore, solo_end_) / kLine == 3,
                 "the rarely written fields share published_'s line");
+  static_assert(
+      !kEightBytePointers || offsetof(ConcurrentCore, sleepers_) / kLine == 3,
+      "the sleepers' flag shares published_'s line, which every publish has just written");
+  static_assert(!kEightBytePointers || offsetof(ConcurrentCore, waits_sleep_) / kLine <= 1,
+                "whether waits sleep is read-mostly");
 };
 
 #if defined(_MSC_VER)
 #pragma warning(pop)
 #endif
+
+// Called by every publish after its stores (in solo mode too: a reader may wait for the owner):
+// wakes the threads asleep in wait_for_size whose count the prefix has reached; with none asleep,
+// one load and a branch. A compiler barrier only, paired with the process-wide barrier that a
+// sleeper issues between counting itself and checking size(): either that check sees this
+// publish, or this load sees the count (wake_sleepers: concurrent_publish.cpp).
+inline void ConcurrentCore::wake_waiters() noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_relaxed) != 0) wake_sleepers();
+}
 
 }  // namespace reservoir::detail
 

@@ -124,6 +124,7 @@ inline ConcurrentCore::size_type ConcurrentCore::append_solo(Construct&& constru
   // and index i has none. Every element below i was written by this thread, so a plain release
   // store publishes them all, in solo mode or after it.
   published_.store(i + 1, std::memory_order_release);
+  wake_waiters();
   return i + 1;
 }
 
@@ -158,13 +159,14 @@ inline ConcurrentCore::size_type ConcurrentCore::claim_solo(ClaimSite site, size
 // appending from make() or from a constructor) finishes first; the outer one publishes it. The
 // store cannot undo a reader's advance: readers move published_ only over ready marks, and the
 // block that starts at published_ has none while its owner publishes it this way.
-inline void ConcurrentCore::publish_solo(size_type i, size_type n) noexcept {
+inline void ConcurrentCore::publish_solo(size_type i, size_type n, bool each) noexcept {
   if (published_.load(std::memory_order_relaxed) != i) {
-    mark_ready(i, n);
-    return;
+    mark_ready(i, n, each);
+  } else {
+    published_.store(ready_end(i + n, solo_claimed_.load(std::memory_order_relaxed)),
+                     std::memory_order_release);
   }
-  published_.store(ready_end(i + n, solo_claimed_.load(std::memory_order_relaxed)),
-                   std::memory_order_release);
+  wake_waiters();
 }
 
 }  // namespace reservoir::detail

@@ -48,4 +48,18 @@ inline constexpr unsigned kPacedTurn = 8;
 inline constexpr unsigned kRunPaid = 8;
 inline constexpr unsigned kUnpacedCuts = 256;
 
+// ConcurrentCore::wait_for_size checks the prefix between yields of its CPU for up to
+// kWaitYieldingMicroseconds, and only then sleeps until a publish wakes it. A thread waiting for
+// one that lost its CPU must not spin through that thread's time slice: a yield hands the CPU to
+// another runnable thread (that one, if it waits on the same CPU) in one context switch, where a
+// sleep and its wake cost system calls on both sides and a wake of the sleeper (tens of
+// microseconds on a virtual machine: more than the handover of a block between threads, which an
+// ordered memo makes at every block). With nothing else to run a yield returns at once, so the
+// thread checks as often as a spin of pauses would have, and a spin before the yields, measured,
+// did not pay. The bound, a fraction of a time slice, ends the waits that yielding does not
+// shorten: an appender descheduled for longer, or a scheduler that keeps running the yielding
+// thread. In microseconds: a plain number, so that the public headers need no <chrono> (a program
+// that includes <windows.h> before them, with its min and max macros, could not include it then).
+inline constexpr long long kWaitYieldingMicroseconds = 1000;
+
 }  // namespace reservoir::detail
