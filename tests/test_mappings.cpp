@@ -385,12 +385,15 @@ std::string budget_refusal(F&& grow) {
 
 // Whether `message`, a refusal at the mapping budget, names `call` (the user's), the limit, the
 // count the library holds and the remedies, and no list of calls in its place; prints it if not.
-bool names_budget_refusal(const std::string& message, const std::string& call) {
+// `named` follows the call's name: " needed it. ", or in a ConcurrentDynArray whose claims the
+// refusal closed, " needed it for index i; nothing was appended. ".
+bool names_budget_refusal(const std::string& message, const std::string& call,
+                          const std::string& named = " needed it. ") {
   const std::string held =
       "reservoir holds " + std::to_string(reservoir::detail::mappings_held()) + " kernel mappings";
   const std::string limit = "vm.max_map_count (" + std::to_string(kFakeMaxMapCount) + ")";
   for (const std::string& words :
-       {". reservoir::" + call + " needed it. ", limit, held, std::string("max_elements(n)"),
+       {". reservoir::" + call + named, limit, held, std::string("max_elements(n)"),
         std::string("std::vector"), std::string("sysctl vm.max_map_count")}) {
     if (message.find(words) == std::string::npos) {
       std::printf("%s: missing \"%s\" in: %s\n", call.c_str(), words.c_str(), message.c_str());
@@ -487,6 +490,18 @@ RESERVOIR_CHILD("maps.budget_names_the_call") {
       throw;
     }
   });
+  // Shared mode (a second thread appends): the refusal closes the claims, and what it throws
+  // names the call and the index, then what the refused commit said of the budget.
+  if (pal::process_barrier_supported()) {
+    std::string shared;
+    (void)budget_refusal([&] { concurrent[6].push_back(1); });
+    std::thread second([&] { shared = budget_refusal([&] { concurrent[6].push_back(2); }); });
+    second.join();
+    if (!names_budget_refusal(shared, "ConcurrentDynArray::push_back/emplace_back",
+                              " needed it for index 0; nothing was appended. ")) {
+      ++wrong;
+    }
+  }
   for (const ConcurrentDynArray<int>& c : concurrent) {
     if (c.size() != 0) ++wrong;
   }

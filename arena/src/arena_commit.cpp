@@ -180,14 +180,19 @@ void Arena::throw_growth_error(std::string_view call, std::size_t bytes, std::er
   growth_error(bytes, ec, step_bytes).raise(call);
 }
 
+std::string detail::refusal_advice(std::error_code error) {
+  if (error == Refusal::mapping_budget) return mapping_budget_advice();
+  if (error == Refusal::memory_limit) return memory_limit_advice();
+  if (error == Refusal::machine_memory) return machine_memory_advice();
+  return {};
+}
+
 namespace {
-// The sentence after a refusal's cause: the user's call that needed the memory, then what
+// The sentences after a refusal's cause: the user's call that needed the memory, then what
 // reservoir's own limit says of itself and its remedy (none for the OS's own errors).
 std::string refused_for(std::string_view call, std::error_code error) {
   std::string s = "reservoir::" + std::string(call) + " needed it";
-  if (error == Refusal::mapping_budget) return s + ". " + detail::mapping_budget_advice();
-  if (error == Refusal::memory_limit) return s + ". " + detail::memory_limit_advice();
-  if (error == Refusal::machine_memory) return s + ". " + detail::machine_memory_advice();
+  if (std::string advice = detail::refusal_advice(error); !advice.empty()) s += ". " + advice;
   return s;
 }
 }  // namespace

@@ -97,4 +97,11 @@ struct ArenaError {
 // "64 KiB", "1.5 GiB", "100 B": IEC units for messages.
 std::string format_bytes(std::size_t bytes);
 
+namespace detail {
+// The sentence an OsAllocationError for `error` ends with when the error is one of reservoir's
+// own limits (Refusal::mapping_budget, memory_limit, machine_memory): the limit's figures and
+// its remedies, as ArenaError::raise appends them. Empty for any other error.
+std::string refusal_advice(std::error_code error);
+}  // namespace detail
+
 }  // namespace reservoir
