@@ -87,10 +87,12 @@ struct ArenaError {
 
   explicit operator bool() const noexcept { return kind != Kind::none; }
 
-  // Throws what Arena's throwing forms throw for this refusal. std::invalid_argument and
-  // std::length_error say "reservoir::<call>: ..." (call: "Arena", "DynArray(max_elements)");
-  // OsAllocationError names the operation, and for Refusal::memory_limit or
-  // Refusal::machine_memory the limit met and its remedy. Kind::none is std::logic_error.
+  // Throws what Arena's throwing forms throw for this refusal, naming `call`, the user's call
+  // ("Arena::commit", "DynArray(max_elements)", "DynArray::resize"). std::invalid_argument and
+  // std::length_error say "reservoir::<call>: ..."; OsAllocationError names the operation and its
+  // cause, then "reservoir::<call> needed it", and for one of reservoir's own limits
+  // (Refusal::mapping_budget, memory_limit, machine_memory) the limit met and its remedies.
+  // Kind::none is std::logic_error.
   [[noreturn]] void raise(std::string_view call) const;
 };
 
