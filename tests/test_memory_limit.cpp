@@ -397,10 +397,13 @@ TEST_SUITE("memory_limit") {
       }
       return std::string("not refused");
     };
+    // The cause, the call (in a ConcurrentDynArray whose claims the refusal closed, with the
+    // index), then the limit's own sentence.
     const auto names = [](const std::string& what, const std::string& call) {
-      return what.starts_with("cannot commit ") &&
-             what.find(": the step would cross the process's memory limit. reservoir::" + call +
-                       " needed it. ") != std::string::npos;
+      const std::size_t at = what.find(
+          ": the step would cross the process's memory limit. reservoir::" + call + " needed it");
+      return what.starts_with("cannot commit ") && at != std::string::npos &&
+             what.find(". The memory limit is ", at) != std::string::npos;
     };
     {
       DynArray<int> a(reservoir::max_elements(2 * kInts));
