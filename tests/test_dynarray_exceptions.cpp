@@ -278,6 +278,204 @@ TEST_SUITE("dynarray") {
     CHECK(a.back() == "z");
   }
 
+  // Every growing call whose commit the OS refuses names that call after the OS's words, and
+  // leaves the array (its size, capacity and elements) as it was.
+  TEST_CASE("a refused commit names the user's call; the array is unchanged") {
+    const std::vector<int> one{1};
+    const std::deque<int> one_deque{1};
+    // The message of the OsAllocationError that grow throws ("not refused" if none).
+    const auto refusal = [](auto&& grow) {
+      try {
+        grow();
+      } catch (const reservoir::OsAllocationError& e) {
+        return std::string(e.what());
+      }
+      return std::string("not refused");
+    };
+    // The OS's refusal of a commit, then the call: "... (ENOMEM). reservoir::<call> needed it".
+    const auto names = [](const std::string& what, const std::string& call) {
+      return what.starts_with("cannot commit ") &&
+             what.ends_with("). reservoir::" + call + " needed it");
+    };
+    struct Case {
+      const char* call;
+      std::function<void(DynArray<int>&)> grow;
+    };
+    const std::vector<Case> cases = {
+        {"DynArray::push_back/emplace_back", [](DynArray<int>& a) { a.push_back(9); }},
+        {"DynArray::push_back/emplace_back", [](DynArray<int>& a) { a.emplace_back(9); }},
+        {"DynArray::insert/emplace", [](DynArray<int>& a) { a.insert(a.end(), 9); }},
+        {"DynArray::insert/emplace", [](DynArray<int>& a) { a.insert(a.begin() + 1, 9); }},
+        {"DynArray::insert/emplace", [](DynArray<int>& a) { a.emplace(a.end(), 9); }},
+        {"DynArray::insert/emplace", [](DynArray<int>& a) { a.emplace(a.begin(), 9); }},
+        {"DynArray::insert", [](DynArray<int>& a) { a.insert(a.end(), 3, 9); }},
+        {"DynArray::insert", [](DynArray<int>& a) { a.insert(a.begin(), 3, 9); }},
+        {"DynArray::insert", [&](DynArray<int>& a) { a.insert(a.end(), one.begin(), one.end()); }},
+        {"DynArray::insert",
+         [&](DynArray<int>& a) { a.insert(a.begin() + 2, one.begin(), one.end()); }},
+        {"DynArray::insert",
+         [](DynArray<int>& a) {
+           std::istringstream in("1 2 3");  // single pass
+           a.insert(a.begin(), std::istream_iterator<int>(in), std::istream_iterator<int>());
+         }},
+        {"DynArray::insert_range", [&](DynArray<int>& a) { a.insert_range(a.end(), one_deque); }},
+        {"DynArray::insert_range", [&](DynArray<int>& a) { a.insert_range(a.begin(), one); }},
+        {"DynArray::resize", [](DynArray<int>& a) { a.resize(a.size() + 10); }},
+        {"DynArray::resize", [](DynArray<int>& a) { a.resize(a.size() + 10, 9); }},
+        {"DynArray::reserve", [](DynArray<int>& a) { a.reserve(a.size() + 10); }},
+        {"DynArray::append_range", [&](DynArray<int>& a) { a.append_range(one); }},
+        {"DynArray::append_range", [&](DynArray<int>& a) { a.append_range(one_deque); }},
+        {"DynArray::assign", [](DynArray<int>& a) { a.assign(a.capacity() + 1, 9); }},
+        {"DynArray::assign",
+         [](DynArray<int>& a) {
+           const std::vector<int> more(a.capacity() + 1, 9);
+           a.assign(more.begin(), more.end());
+         }},
+        {"DynArray::assign",
+         [](DynArray<int>& a) {
+           const std::deque<int> more(a.capacity() + 1, 9);
+           a.assign_range(more);
+         }},
+        {"DynArray::assign",
+         [](DynArray<int>& a) {
+           std::istringstream in("1 2 3");  // single pass, past the old elements
+           a.assign(std::istream_iterator<int>(in), std::istream_iterator<int>());
+         }},
+    };
+    reservoir::ArenaOptions fresh;
+    fresh.reuse_reservation = false;
+    for (const Case& c : cases) {
+      const std::string call = c.call;
+      CAPTURE(call);
+      DynArray<int> a(reservoir::max_elements(1'000'000), fresh);
+      fill_to_capacity(a);  // the next growth must commit
+      const std::size_t size = a.size(), capacity = a.capacity();
+      {
+        test::FaultGuard fault(pal::Op::commit, 0, 1'000'000);
+        const std::string what = refusal([&] { c.grow(a); });
+        CHECK_MESSAGE(names(what, c.call), what);
+      }
+      CHECK(a.size() == size);
+      CHECK(a.capacity() == capacity);
+      CHECK(test::first_wrong(size, [&](std::size_t i) { return a[i] == make<int>(i); }) == size);
+    }
+    // The constructors that grow, on the default reservation, and clone (the copy constructor).
+    const DynArray<int> source(1'000'000, 7);
+    {
+      test::FaultGuard fault(pal::Op::commit, 0, 1'000'000);
+      CHECK(names(refusal([] { DynArray<int> a(1'000'000); }), "DynArray(count)"));
+      CHECK(names(refusal([] { DynArray<int> a(1'000'000, 7); }), "DynArray(count, value)"));
+      CHECK(names(refusal([&] { DynArray<int> a(source.begin(), source.end()); }),
+                  "DynArray(first, last)"));
+      CHECK(names(refusal([&] { (void)source.clone(); }), "DynArray::clone"));
+      CHECK(names(refusal([&] { const DynArray<int> a(source); }), "DynArray::clone"));
+    }
+    // ConcurrentDynArray's growing calls, and the Writer's.
+    using reservoir::ConcurrentDynArray;
+    struct ConcurrentCase {
+      const char* call;
+      std::function<void(ConcurrentDynArray<int>&)> grow;
+    };
+    const std::vector<ConcurrentCase> concurrent = {
+        {"push_back/emplace_back", [](ConcurrentDynArray<int>& c) { c.push_back(9); }},
+        {"push_back/emplace_back", [](ConcurrentDynArray<int>& c) { c.emplace_back(9); }},
+        {"emplace_back_with",
+         [](ConcurrentDynArray<int>& c) {
+           c.emplace_back_with([](std::size_t i) noexcept { return static_cast<int>(i); });
+         }},
+        {"append_range", [&](ConcurrentDynArray<int>& c) { c.append_range(one); }},
+        {"append_range", [&](ConcurrentDynArray<int>& c) { c.append_range(one_deque); }},
+        {"Writer::flush",
+         [](ConcurrentDynArray<int>& c) {
+           auto w = c.writer();
+           w.push_back(9);
+           try {
+             w.flush();
+           } catch (...) {
+             CHECK(w.take_buffered() == std::vector<int>{9});  // kept: nothing lost
+             throw;
+           }
+         }},
+        {"Writer::push_back/emplace_back",
+         [](ConcurrentDynArray<int>& c) {
+           auto w = c.writer();
+           try {
+             for (int i = 0; i < 100'000; ++i)  // flushes when its buffer is full
+               w.push_back(i);
+           } catch (...) {
+             CHECK(w.buffered() != 0);
+             (void)w.take_buffered();
+             throw;
+           }
+         }},
+    };
+    for (const ConcurrentCase& c : concurrent) {
+      const std::string call = c.call;
+      CAPTURE(call);
+      ConcurrentDynArray<int> a{reservoir::max_elements(1'000'000), fresh};
+      test::FaultGuard fault(pal::Op::commit, 0, 1'000'000);
+      const std::string what = refusal([&] { c.grow(a); });
+      // Where one thread appends alone (solo mode) its refusal is thrown as is; elsewhere (no
+      // process-wide barrier) the refusal closes the claims and names the index too.
+      const std::string name = std::string("ConcurrentDynArray::") + c.call;
+      CHECK_MESSAGE(
+          (names(what, name) || (what.starts_with("cannot commit ") &&
+                                 what.ends_with("). reservoir::" + name +
+                                                " needed it for index 0; nothing was appended"))),
+          what);
+      CHECK(a.size() == 0);
+    }
+    // Arena's own.
+    struct ArenaCase {
+      const char* call;
+      std::function<void(reservoir::Arena&)> grow;
+    };
+    const std::vector<ArenaCase> arena_cases = {
+        {"Arena::grow", [](reservoir::Arena& a) { (void)a.grow(100); }},
+        {"Arena::allocate", [](reservoir::Arena& a) { (void)a.allocate(100); }},
+        {"Arena::commit", [](reservoir::Arena& a) { a.commit(100); }},
+    };
+    for (const ArenaCase& c : arena_cases) {
+      const std::string call = c.call;
+      CAPTURE(call);
+      reservoir::Arena a(std::size_t{4} << 20, fresh);
+      {
+        test::FaultGuard fault(pal::Op::commit, 0, 1'000'000);
+        const std::string what = refusal([&] { c.grow(a); });
+        CHECK_MESSAGE(names(what, c.call), what);
+      }
+      CHECK(a.size() == 0);
+      CHECK(a.committed() == 0);
+    }
+    // A refused reservation names the constructor that reserved.
+    {
+      test::FaultGuard fault(pal::Op::reserve, 0, 1'000'000);
+      const auto reserve_names = [](const std::string& what, const std::string& call) {
+        return what.starts_with("cannot reserve ") &&
+               what.find("). reservoir::" + call + " needed it") != std::string::npos;
+      };
+      std::string what =
+          refusal([&] { DynArray<int> a(reservoir::max_elements(1'000'000), fresh); });
+      CHECK_MESSAGE(reserve_names(what, "DynArray(max_elements)"), what);
+      what = refusal([&] { ConcurrentDynArray<int> c{reservoir::max_elements(1'000'000), fresh}; });
+      CHECK_MESSAGE(reserve_names(what, "ConcurrentDynArray(max_elements)"), what);
+      what = refusal([&] { reservoir::Arena a(std::size_t{4} << 20, fresh); });
+      CHECK_MESSAGE(reserve_names(what, "Arena"), what);
+    }
+    // Past the reservation: the length error names the call too.
+    reservoir::Arena small(std::size_t{4} << 20, fresh);
+    const std::size_t past = small.reserved() + 1;
+    CHECK_THROWS_WITH_AS((void)small.grow(past),
+                         doctest::Contains("reservoir::Arena::grow: cannot grow to "),
+                         std::length_error);
+    CHECK_THROWS_WITH_AS((void)small.allocate(past),
+                         doctest::Contains("reservoir::Arena::allocate: cannot grow to "),
+                         std::length_error);
+    CHECK_THROWS_WITH_AS(small.commit(past),
+                         doctest::Contains("reservoir::Arena::commit: cannot grow to "),
+                         std::length_error);
+  }
+
   TEST_CASE("bad sizes are rejected with a clear exception") {
     CHECK_THROWS_AS((void)DynArray<int>(reservoir::max_elements(0)), std::invalid_argument);
     CHECK_THROWS_AS(

@@ -368,6 +368,156 @@ namespace reservoir::detail {
 std::size_t mappings_held() noexcept;
 }
 
+// The message of the refusal at the mapping budget that grow throws, "" (printed) otherwise.
+template <class F>
+std::string budget_refusal(F&& grow) {
+  try {
+    grow();
+    std::printf("not refused\n");
+  } catch (const OsAllocationError& e) {
+    if (e.code() == reservoir::Refusal::mapping_budget) return e.what();
+    std::printf("refused otherwise: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::printf("threw: %s\n", e.what());
+  }
+  return {};
+}
+
+// Whether `message`, a refusal at the mapping budget, names `call` (the user's), the limit, the
+// count the library holds and the remedies, and no list of calls in its place; prints it if not.
+// `named` follows the call's name: " needed it. ", or in a ConcurrentDynArray whose claims the
+// refusal closed, " needed it for index i; nothing was appended. ".
+bool names_budget_refusal(const std::string& message, const std::string& call,
+                          const std::string& named = " needed it. ") {
+  const std::string held =
+      "reservoir holds " + std::to_string(reservoir::detail::mappings_held()) + " kernel mappings";
+  const std::string limit = "vm.max_map_count (" + std::to_string(kFakeMaxMapCount) + ")";
+  for (const std::string& words :
+       {". reservoir::" + call + named, limit, held, std::string("max_elements(n)"),
+        std::string("std::vector"), std::string("sysctl vm.max_map_count")}) {
+    if (message.find(words) == std::string::npos) {
+      std::printf("%s: missing \"%s\" in: %s\n", call.c_str(), words.c_str(), message.c_str());
+      return false;
+    }
+  }
+  if (message.find("(push_back, emplace_back") != std::string::npos) {
+    std::printf("%s: a list of calls in: %s\n", call.c_str(), message.c_str());
+    return false;
+  }
+  return true;
+}
+
+// Closed chunks only, under a budget of 500 mappings, filled until the library refuses: then the
+// first growth of each growing call of DynArray, ConcurrentDynArray and Arena is refused, names
+// that call, and changes nothing; every earlier array is intact.
+RESERVOIR_CHILD("maps.budget_names_the_call") {
+  using reservoir::ConcurrentDynArray;
+  pal::testing::refuse_guard_install(true);
+  pal::testing::set_max_map_count(kFakeMaxMapCount);
+  reservoir::trim_pools();
+  // Reserved before the budget is met, first committed after: their first growth meets it.
+  reservoir::ArenaOptions fresh;
+  fresh.reuse_reservation = false;
+  std::vector<ConcurrentDynArray<int>> concurrent;
+  for (int k = 0; k < 7; ++k)
+    concurrent.emplace_back(reservoir::max_elements(100'000), fresh);
+  std::vector<reservoir::Arena> arenas;
+  for (int k = 0; k < 3; ++k)
+    arenas.emplace_back(std::size_t{1} << 20, fresh);
+  std::vector<DynArray<int>> bounded;
+  for (int k = 0; k < 4; ++k)
+    bounded.emplace_back(reservoir::max_elements(100'000), fresh);
+  std::vector<DynArray<int>> arrays;
+  std::string message;
+  bool ok = false;
+  const std::size_t made = fill_until_refused(arrays, 100'000, &message, &ok);
+  std::printf("made %zu; %s\n", made, message.c_str());
+  if (!ok || made < 100) return 3;
+  int wrong = names_budget_refusal(message, "DynArray::push_back/emplace_back") ? 0 : 1;
+  const std::vector<int> one{1};
+  const auto check = [&](const char* call, auto&& grow) {
+    const std::string refused = budget_refusal(grow);
+    std::printf("%s: %.24s\n", call, refused.c_str());  // what was refused: commit or reserve
+    if (!names_budget_refusal(refused, call)) ++wrong;
+  };
+  // Default arrays: the first growth reserves, then commits; either is refused.
+  const auto fresh_default = [&](const char* call, auto&& grow) {
+    DynArray<int> a;
+    check(call, [&] { grow(a); });
+    if (!a.empty() || a.capacity() != 0) ++wrong;
+  };
+  fresh_default("DynArray::push_back/emplace_back", [](DynArray<int>& a) { a.push_back(1); });
+  fresh_default("DynArray::push_back/emplace_back", [](DynArray<int>& a) { a.emplace_back(1); });
+  fresh_default("DynArray::resize", [](DynArray<int>& a) { a.resize(10); });
+  fresh_default("DynArray::reserve", [](DynArray<int>& a) { a.reserve(10); });
+  fresh_default("DynArray::insert/emplace", [](DynArray<int>& a) { a.insert(a.end(), 1); });
+  fresh_default("DynArray::insert",
+                [&](DynArray<int>& a) { a.insert(a.end(), one.begin(), one.end()); });
+  fresh_default("DynArray::append_range", [&](DynArray<int>& a) { a.append_range(one); });
+  fresh_default("DynArray::assign", [](DynArray<int>& a) { a.assign(3, 1); });
+  check("DynArray(count)", [] { DynArray<int> a(10); });
+  // Arrays reserved earlier, bounded: their first commit is refused.
+  check("DynArray::push_back/emplace_back", [&] { bounded[0].push_back(1); });
+  check("DynArray::resize", [&] { bounded[1].resize(10); });
+  check("DynArray::reserve", [&] { bounded[2].reserve(10); });
+  check("DynArray::append_range", [&] { bounded[3].append_range(one); });
+  for (const DynArray<int>& a : bounded) {
+    if (!a.empty() || a.capacity() != 0) ++wrong;
+  }
+  check("ConcurrentDynArray::push_back/emplace_back", [&] { concurrent[0].push_back(1); });
+  check("ConcurrentDynArray::push_back/emplace_back", [&] { concurrent[1].emplace_back(1); });
+  check("ConcurrentDynArray::emplace_back_with", [&] {
+    concurrent[2].emplace_back_with([](std::size_t i) noexcept { return static_cast<int>(i); });
+  });
+  check("ConcurrentDynArray::append_range", [&] { concurrent[3].append_range(one); });
+  check("ConcurrentDynArray::Writer::flush", [&] {
+    auto w = concurrent[4].writer();
+    w.push_back(1);
+    try {
+      w.flush();
+    } catch (...) {
+      if (w.take_buffered() != std::vector<int>{1}) ++wrong;  // kept: nothing lost
+      throw;
+    }
+  });
+  check("ConcurrentDynArray::Writer::push_back/emplace_back", [&] {
+    auto w = concurrent[5].writer();
+    try {
+      for (int i = 0; i < 1000; ++i)  // flushes when its buffer is full
+        w.push_back(i);
+    } catch (...) {
+      if (w.take_buffered().empty()) ++wrong;
+      throw;
+    }
+  });
+  // Shared mode (a second thread appends): the refusal closes the claims, and what it throws
+  // names the call and the index, then what the refused commit said of the budget.
+  if (pal::process_barrier_supported()) {
+    std::string shared;
+    (void)budget_refusal([&] { concurrent[6].push_back(1); });
+    std::thread second([&] { shared = budget_refusal([&] { concurrent[6].push_back(2); }); });
+    second.join();
+    if (!names_budget_refusal(shared, "ConcurrentDynArray::push_back/emplace_back",
+                              " needed it for index 0; nothing was appended. ")) {
+      ++wrong;
+    }
+  }
+  for (const ConcurrentDynArray<int>& c : concurrent) {
+    if (c.size() != 0) ++wrong;
+  }
+  check("Arena::grow", [&] { (void)arenas[0].grow(100); });
+  check("Arena::allocate", [&] { (void)arenas[1].allocate(100); });
+  check("Arena::commit", [&] { arenas[2].commit(100); });
+  for (const reservoir::Arena& a : arenas) {
+    if (a.size() != 0 || a.committed() != 0) ++wrong;
+  }
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    if (!intact(arrays[i], i)) return 5;
+  }
+  std::printf("%d wrong\n", wrong);
+  return wrong == 0 ? 0 : 6;
+}
+
 // Two adjacent arrays in a guarded small class (16,000 bytes take the whole 16 KiB class): the
 // first filled, so its end marker is the page below the second's first element, then emptied
 // and shrunk. The write just below the second array's first element must still fault.
@@ -440,6 +590,13 @@ RESERVOIR_CHILD("maps.huge_advice_counted") {
 TEST_SUITE("mappings") {
   TEST_CASE("at the mapping budget: a clear refusal, nothing lost, and freed arrays come back") {
     const test::ProcessResult r = test::run_child("maps.budget_refusal_and_reuse");
+    MESSAGE(r.output);
+    CHECK_MESSAGE(r.exited, test::describe(r));
+    CHECK(r.exit_code == 0);
+  }
+
+  TEST_CASE("at the mapping budget: each growing call's refusal names that call") {
+    const test::ProcessResult r = test::run_child("maps.budget_names_the_call");
     MESSAGE(r.output);
     CHECK_MESSAGE(r.exited, test::describe(r));
     CHECK(r.exit_code == 0);

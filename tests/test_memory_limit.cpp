@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <ranges>
 #include <string>
 #include <thread>
 #include <vector>
@@ -374,6 +375,77 @@ TEST_SUITE("memory_limit") {
     }
     reservoir::set_memory_limit(reservoir::kMemoryLimitOff);
     CHECK(reservoir::memory_limit_headroom() == reservoir::kMemoryLimitOff);
+    reservoir::set_memory_limit(reservoir::kMemoryLimitAuto);
+  }
+
+  // A step refused at the memory limit names the user's call between the refusal and the limit's
+  // own sentence, for DynArray, ConcurrentDynArray and Arena; nothing stored is lost.
+  TEST_CASE("a refusal at the memory limit names the user's call") {
+    const std::size_t rss = pal::current_rss();
+    if (rss == 0) {
+      MESSAGE("this OS does not report the resident set: skipped");
+      return;
+    }
+    reservoir::set_memory_limit(rss + (std::size_t{64} << 20));
+    constexpr std::size_t kInts = std::size_t{32} << 20;  // 128 MiB of ints: past the limit
+    const auto refusal = [](auto&& grow) {
+      try {
+        grow();
+      } catch (const OsAllocationError& e) {
+        return std::string(e.code() == reservoir::Refusal::memory_limit ? "" : "not the limit: ") +
+               e.what();
+      }
+      return std::string("not refused");
+    };
+    // The cause, the call (in a ConcurrentDynArray whose claims the refusal closed, with the
+    // index), then the limit's own sentence.
+    const auto names = [](const std::string& what, const std::string& call) {
+      const std::size_t at = what.find(
+          ": the step would cross the process's memory limit. reservoir::" + call + " needed it");
+      return what.starts_with("cannot commit ") && at != std::string::npos &&
+             what.find(". The memory limit is ", at) != std::string::npos;
+    };
+    {
+      DynArray<int> a(reservoir::max_elements(2 * kInts));
+      const std::string what = refusal([&] { a.resize(kInts); });
+      CHECK_MESSAGE(names(what, "DynArray::resize"), what);
+      CHECK(a.empty());
+    }
+    {
+      DynArray<int> a(reservoir::max_elements(2 * kInts));
+      const std::string what = refusal([&] {
+        for (std::size_t i = 0; i < kInts; ++i)
+          a.push_back(static_cast<int>(i));
+      });
+      CHECK_MESSAGE(names(what, "DynArray::push_back/emplace_back"), what);
+      CHECK(test::first_wrong(
+                a.size(), [&](std::size_t i) { return a[i] == static_cast<int>(i); }) == a.size());
+    }
+    {
+      DynArray<int> a(reservoir::max_elements(2 * kInts));
+      const std::string what =
+          refusal([&] { a.append_range(std::views::iota(0, static_cast<int>(kInts))); });
+      CHECK_MESSAGE(names(what, "DynArray::append_range"), what);
+      CHECK(a.empty());
+    }
+    {
+      reservoir::ConcurrentDynArray<int> c{reservoir::max_elements(2 * kInts)};
+      const std::string what = refusal([&] {
+        for (std::size_t i = 0; i < kInts; ++i)
+          c.push_back(static_cast<int>(i));
+      });
+      CHECK_MESSAGE(names(what, "ConcurrentDynArray::push_back/emplace_back"), what);
+      CHECK(test::first_wrong(
+                c.size(), [&](std::size_t i) { return c[i] == static_cast<int>(i); }) == c.size());
+    }
+    {
+      reservoir::Arena arena(2 * kInts * sizeof(int));
+      std::string what = refusal([&] { arena.commit(kInts * sizeof(int)); });
+      CHECK_MESSAGE(names(what, "Arena::commit"), what);
+      what = refusal([&] { (void)arena.allocate(kInts * sizeof(int)); });
+      CHECK_MESSAGE(names(what, "Arena::allocate"), what);
+      CHECK(arena.size() == 0);
+    }
     reservoir::set_memory_limit(reservoir::kMemoryLimitAuto);
   }
 

@@ -113,10 +113,10 @@ std::string mapping_budget_advice() {
          " kernel mappings, and takes at most half of the process's vm.max_map_count (" +
          std::to_string(count) +
          "), so that the rest of the program keeps the other half for its threads, libraries and "
-         "heap. An array's first growth (push_back, emplace_back, resize, reserve, insert) is "
-         "refused when it would need more: on kernels without guard markers (before Linux "
-         "6.13), under strict overcommit or a data limit, every non-empty array costs two. "
-         "Destroyed arrays give theirs back. Remedies: a bound for small arrays "
+         "heap. An array's first growth is refused when it would need more: on kernels without "
+         "guard markers (before Linux 6.13), under strict overcommit or a data limit, every "
+         "non-empty array costs two. Destroyed arrays give theirs back. Remedies: a bound for "
+         "small arrays "
          "(reservoir::max_elements(n) of at most 2 KiB shares pages and takes no mapping of its "
          "own), std::vector for many small arrays, or a higher limit (sysctl vm.max_map_count)";
 }

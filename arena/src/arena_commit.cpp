@@ -175,10 +175,27 @@ ArenaError Arena::growth_error(std::size_t bytes, std::error_code ec,
   return error;
 }
 
-void Arena::throw_growth_error(std::size_t bytes, std::error_code ec,
+void Arena::throw_growth_error(std::string_view call, std::size_t bytes, std::error_code ec,
                                std::size_t step_bytes) const {
-  growth_error(bytes, ec, step_bytes).raise("Arena");
+  growth_error(bytes, ec, step_bytes).raise(call);
 }
+
+std::string detail::refusal_advice(std::error_code error) {
+  if (error == Refusal::mapping_budget) return mapping_budget_advice();
+  if (error == Refusal::memory_limit) return memory_limit_advice();
+  if (error == Refusal::machine_memory) return machine_memory_advice();
+  return {};
+}
+
+namespace {
+// The sentences after a refusal's cause: the user's call that needed the memory, then what
+// reservoir's own limit says of itself and its remedy (none for the OS's own errors).
+std::string refused_for(std::string_view call, std::error_code error) {
+  std::string s = "reservoir::" + std::string(call) + " needed it";
+  if (std::string advice = detail::refusal_advice(error); !advice.empty()) s += ". " + advice;
+  return s;
+}
+}  // namespace
 
 // Every message of an Arena refusal, whichever container reports it.
 void ArenaError::raise(std::string_view call) const {
@@ -200,32 +217,24 @@ void ArenaError::raise(std::string_view call) const {
       throw std::length_error(prefix + "cannot grow to " + format_bytes(bytes) +
                               ": the reservation holds " + format_bytes(limit));
     case Kind::reserve_refused:
-      if (error == Refusal::mapping_budget) {
-        throw OsAllocationError("reserve", bytes, nullptr, error, detail::mapping_budget_advice());
-      }
-      throw OsAllocationError("reserve", bytes, nullptr, error);
+      throw OsAllocationError("reserve", bytes, nullptr, error, refused_for(call, error));
     case Kind::commit_refused:
-      if (error == Refusal::mapping_budget) {
-        throw OsAllocationError("commit", bytes, address, error, detail::mapping_budget_advice());
-      }
-      if (error == Refusal::memory_limit) {
-        throw OsAllocationError("commit", bytes, address, error, detail::memory_limit_advice());
-      }
-      if (error == Refusal::machine_memory) {
-        throw OsAllocationError("commit", bytes, address, error, detail::machine_memory_advice());
-      }
-      throw OsAllocationError("commit", bytes, address, error);
+      throw OsAllocationError("commit", bytes, address, error, refused_for(call, error));
   }
   throw std::logic_error(prefix + "ArenaError::raise called with Kind::none");
 }
 
 void* Arena::grow_slow(std::size_t n) {
+  return grow_slow(n, "Arena::grow");
+}
+
+void* Arena::grow_slow(std::size_t n, std::string_view call) {
   if (n > reserved_ - size_) {
-    throw_growth_error(n > kMax - size_ ? kMax : size_ + n, {});
+    throw_growth_error(call, n > kMax - size_ ? kMax : size_ + n, {});
   }
   std::size_t step = 0;
   if (std::error_code ec = commit_to(size_ + n, Populate::all, &step)) {
-    throw_growth_error(size_ + n, ec, step);
+    throw_growth_error(call, size_ + n, ec, step);
   }
   std::byte* p = base_ + size_;
   size_ += n;
@@ -256,8 +265,13 @@ void* Arena::allocate(std::size_t n, std::size_t alignment) {
                                 " is not a power of two no larger than the page size");
   }
   const std::size_t pad = padding_for(base_ + size_, alignment);
-  if (n > kMax - pad) throw_growth_error(kMax, {});
-  return static_cast<std::byte*>(grow(pad + n)) + pad;
+  if (n > kMax - pad) throw_growth_error("Arena::allocate", kMax, {});
+  std::byte* const end = base_ + size_;
+  if (pad + n <= committed_ - size_) {
+    size_ += pad + n;
+    return end + pad;
+  }
+  return static_cast<std::byte*>(grow_slow(pad + n, "Arena::allocate")) + pad;
 }
 
 void* Arena::try_allocate(std::size_t n, std::size_t alignment) noexcept {
@@ -269,9 +283,11 @@ void* Arena::try_allocate(std::size_t n, std::size_t alignment) noexcept {
 }
 
 void Arena::commit(std::size_t bytes, Populate populate) {
-  if (bytes > reserved_) throw_growth_error(bytes, {});
+  if (bytes > reserved_) throw_growth_error("Arena::commit", bytes, {});
   std::size_t step = 0;
-  if (std::error_code ec = commit_to(bytes, populate, &step)) throw_growth_error(bytes, ec, step);
+  if (std::error_code ec = commit_to(bytes, populate, &step)) {
+    throw_growth_error("Arena::commit", bytes, ec, step);
+  }
 }
 
 bool Arena::try_commit(std::size_t bytes, Populate populate) noexcept {

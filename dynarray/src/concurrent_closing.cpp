@@ -80,11 +80,13 @@ void ConcurrentCore::throw_closed(ClaimSite site, size_type i) const {
       closed_error_category_.load(std::memory_order_relaxed);
   const std::error_code error(closed_error_value_.load(std::memory_order_relaxed),
                               category != nullptr ? *category : std::generic_category());
+  // For one of reservoir's own limits, what the refused commit said of the limit follows.
+  std::string said = std::string("reservoir::ConcurrentDynArray::") + site.call +
+                     " needed it for index " + std::to_string(i) + "; nothing was appended";
+  if (std::string advice = refusal_advice(error); !advice.empty()) said += ". " + advice;
   throw OsAllocationError("commit", site.element_size,
                           static_cast<const std::byte*>(data()) + i * site.element_size, error,
-                          std::string("reservoir::ConcurrentDynArray::") + site.call +
-                              " needed it for index " + std::to_string(i) +
-                              "; nothing was appended");
+                          said);
 }
 
 void ConcurrentCore::throw_full(const char* call) const {

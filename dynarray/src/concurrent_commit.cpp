@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "commit_lock.hpp"
 
@@ -47,7 +48,14 @@ void ConcurrentCore::commit_locked(ClaimSite site, size_type end) {
   // Both arenas reach their step ends; the capacity is what both can hold. Ready bytes come
   // from fresh or decommitted memory, so they read as zero (not ready).
   if (end > max_size_) throw_full(site.call);
-  data_arena_.commit(data_offset_ + end * site.element_size);  // strong guarantee on failure
+  // A refusal names the user's call (site.call), composed once from the arena's ArenaError.
+  const auto commit = [&site](Arena& arena, std::size_t bytes, Arena::Populate populate) {
+    if (ArenaError error; !arena.try_commit(bytes, populate, &error)) {
+      error.raise(std::string("ConcurrentDynArray::") + site.call);
+    }
+  };
+  // Strong guarantee on failure.
+  commit(data_arena_, data_offset_ + end * site.element_size, Arena::Populate::all);
   const size_type data_cap =
       (std::min)((data_arena_.committed() - data_offset_) / site.element_size, max_size_);
   // The marks are written only when blocks finish out of order, so while one thread appends
@@ -57,7 +65,7 @@ void ConcurrentCore::commit_locked(ClaimSite site, size_type end) {
   const auto populate =
       out_of_order_.load(std::memory_order_relaxed) ? Arena::Populate::all : Arena::Populate::none;
   // On failure data_arena_ keeps a step: harmless, unclaimed.
-  ready_arena_.commit(data_cap, populate);
+  commit(ready_arena_, data_cap, populate);
   const size_type flags = (std::min)(ready_arena_.committed(), max_size_);
   // No thread reads a mark at or above the old capacity before the release store below
   // publishes it.

@@ -224,15 +224,18 @@ class Arena {
   // Commits so that committed_ >= bytes (bytes <= reserved_ is the caller's check). On failure
   // *step_bytes is the length of the step that was refused first.
   std::error_code commit_to(std::size_t bytes, Populate populate, std::size_t* step_bytes) noexcept;
-  // The paths of grow()/try_grow() that must commit or fail; kept out of line and cold.
+  // The paths of grow()/try_grow() that must commit or fail; kept out of line and cold. `call`
+  // is the user's call that grew (grow_slow(n): "Arena::grow"), named by its exceptions.
   void* grow_slow(std::size_t n);
+  void* grow_slow(std::size_t n, std::string_view call);
   void* try_grow_slow(std::size_t n) noexcept;
   // The refusal of a growth or commit to `bytes`: past the reservation if `ec` is empty, else
   // the commit step of `step_bytes` refused with `ec`.
   ArenaError growth_error(std::size_t bytes, std::error_code ec,
                           std::size_t step_bytes = 0) const noexcept;
-  // Throws the exception for a failed growth to `bytes` with error `ec` (see growth_error).
-  [[noreturn]] void throw_growth_error(std::size_t bytes, std::error_code ec,
+  // Throws the exception for a failed growth to `bytes` with error `ec` (see growth_error),
+  // naming `call`, the user's call ("Arena::commit").
+  [[noreturn]] void throw_growth_error(std::string_view call, std::size_t bytes, std::error_code ec,
                                        std::size_t step_bytes = 0) const;
   // Gives the reservation back to the provider; the arena is empty afterwards.
   void release_all() noexcept;

@@ -87,14 +87,23 @@ struct ArenaError {
 
   explicit operator bool() const noexcept { return kind != Kind::none; }
 
-  // Throws what Arena's throwing forms throw for this refusal. std::invalid_argument and
-  // std::length_error say "reservoir::<call>: ..." (call: "Arena", "DynArray(max_elements)");
-  // OsAllocationError names the operation, and for Refusal::memory_limit or
-  // Refusal::machine_memory the limit met and its remedy. Kind::none is std::logic_error.
+  // Throws what Arena's throwing forms throw for this refusal, naming `call`, the user's call
+  // ("Arena::commit", "DynArray(max_elements)", "DynArray::resize"). std::invalid_argument and
+  // std::length_error say "reservoir::<call>: ..."; OsAllocationError names the operation and its
+  // cause, then "reservoir::<call> needed it", and for one of reservoir's own limits
+  // (Refusal::mapping_budget, memory_limit, machine_memory) the limit met and its remedies.
+  // Kind::none is std::logic_error.
   [[noreturn]] void raise(std::string_view call) const;
 };
 
 // "64 KiB", "1.5 GiB", "100 B": IEC units for messages.
 std::string format_bytes(std::size_t bytes);
+
+namespace detail {
+// The sentence an OsAllocationError for `error` ends with when the error is one of reservoir's
+// own limits (Refusal::mapping_budget, memory_limit, machine_memory): the limit's figures and
+// its remedies, as ArenaError::raise appends them. Empty for any other error.
+std::string refusal_advice(std::error_code error);
+}  // namespace detail
 
 }  // namespace reservoir

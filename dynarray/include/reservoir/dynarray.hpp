@@ -123,11 +123,11 @@ class DynArray {
   // reservation.
   explicit DynArray(size_type count) {
     if (count > default_max_size()) throw_length_error("DynArray(count)", count);
-    resize(count);
+    resize_impl(count, value_construct{}, "DynArray(count)");
   }
   DynArray(size_type count, const T& value) {
     if (count > default_max_size()) throw_length_error("DynArray(count, value)", count);
-    resize(count, value);
+    resize_impl(count, fill_with{std::addressof(value)}, "DynArray(count, value)");
   }
 
   // The elements of `init`, or of [first, last), in an array with the default reservation.
@@ -189,7 +189,7 @@ class DynArray {
     DynArray copy = arena_.reserved() && !default_reservation()
                         ? DynArray(max_elements(reserved_size()), arena_.options())
                         : DynArray();
-    copy.append_range(*this);
+    copy.append_from(*this, "DynArray::clone");
     return copy;
   }
 
@@ -253,7 +253,7 @@ class DynArray {
   // With prefault on, at most the next kPopulatedStepLimit (2 MiB) is backed with RAM at once;
   // the rest is backed on first touch, like std::vector::reserve, so an upper bound that is never
   // reached costs no RSS (see Arena::Populate).
-  void reserve(size_type n) { commit_ahead(n, Arena::Populate::first_step); }
+  void reserve(size_type n) { commit_ahead(n, Arena::Populate::first_step, "DynArray::reserve"); }
 
   // Returns the committed memory beyond size() to the OS (whole commit granules), without moving
   // anything. Non-binding, as in std::vector: if the OS refuses to decommit, the memory stays
@@ -348,7 +348,7 @@ class DynArray {
     if constexpr (std::is_nothrow_copy_constructible_v<T>) {
       if (!holds(source)) {
         if (count > max_size()) throw_length_error("DynArray::assign", count);
-        commit_for_write(count);
+        commit_for_write(count, "DynArray::assign");
         clear();
         annotate(end_, first_element() + count);
         detail::uninitialized_fill_n(first_element(), count, value);
@@ -377,7 +377,7 @@ class DynArray {
       }
       if constexpr (std::is_nothrow_constructible_v<T, std::iter_reference_t<It>>) {
         if (n > max_size()) throw_length_error("DynArray::assign", n);
-        commit_for_write(n);
+        commit_for_write(n, "DynArray::assign");
         clear();
         annotate(end_, first_element() + n);
         if (n != 0) std::uninitialized_copy_n(source, n, first_element());
@@ -431,7 +431,8 @@ class DynArray {
   iterator insert(const_iterator pos, size_type count, const T& value) {
     const size_type index = checked_index("insert", pos);
     if (index == size()) {
-      resize(size() + count_checked(count, "DynArray::insert"), value);
+      resize_impl(size() + count_checked(count, "DynArray::insert"),
+                  fill_with{std::addressof(value)}, "DynArray::insert");
     } else {
       const T copy(value);
       insert_shifting(index, count_checked(count, "DynArray::insert"),
@@ -481,16 +482,26 @@ class DynArray {
   iterator emplace(const_iterator pos, Args&&... args) {
     const size_type index = checked_index("emplace", pos);
     if (size() == max_size()) throw_length_error("DynArray::insert/emplace", size() + 1);
-    if (index == size()) {
-      emplace_back(std::forward<Args>(args)...);
-      return make_iterator(first_element() + index);
+    // The room for one more is committed here, so that a refusal names this call; what a throw
+    // below committed is given back (at the end, the strong guarantee of emplace_back).
+    const size_type old_capacity = capacity();
+    commit_for_append(1, "DynArray::insert/emplace");
+    try {
+      if (index == size()) {
+        emplace_back(std::forward<Args>(args)...);
+        return make_iterator(first_element() + index);
+      }
+      // As std::vector: the new value is built first (args may refer to an element), the last
+      // element moves into the new slot, the rest shift up one place, the value moves into the
+      // gap.
+      T value(std::forward<Args>(args)...);
+      emplace_back(std::move(back()));
+      std::move_backward(first_element() + index, end_ - 2, end_ - 1);
+      first_element()[index] = std::move(value);
+    } catch (...) {
+      undo_commit(old_capacity);
+      throw;
     }
-    // As std::vector: the new value is built first (args may refer to an element), the last
-    // element moves into the new slot, the rest shift up one place, the value moves into the gap.
-    T value(std::forward<Args>(args)...);
-    emplace_back(std::move(back()));
-    std::move_backward(first_element() + index, end_ - 2, end_ - 1);
-    first_element()[index] = std::move(value);
     return make_iterator(first_element() + index);
   }
 
@@ -514,11 +525,9 @@ class DynArray {
   // ------------------------------------------------------------------------------------
 
   // Grows with value-initialised (or copied) elements, or destroys the tail. Strong guarantee.
-  void resize(size_type n) {
-    resize_impl(n, [](T* p, size_type k) { std::uninitialized_value_construct_n(p, k); });
-  }
+  void resize(size_type n) { resize_impl(n, value_construct{}, "DynArray::resize"); }
   void resize(size_type n, const T& value) {
-    resize_impl(n, [&value](T* p, size_type k) { detail::uninitialized_fill_n(p, k, value); });
+    resize_impl(n, fill_with{std::addressof(value)}, "DynArray::resize");
   }
 
   void swap(DynArray& other) noexcept {
@@ -617,10 +626,10 @@ class DynArray {
     if (default_reservation() && reserved_size() < default_max_size()) {
       // The default reservation came out smaller for lack of address space: out of memory, as
       // std::vector reports it, not a length the caller chose.
-      throw OsAllocationError("grow a default DynArray past its reservation of",
-                              reserved_size() * sizeof(T), first_element(),
-                              make_error_code(Refusal::default_reservation_full),
-                              address_space_advice());
+      throw OsAllocationError(
+          "grow a default DynArray past its reservation of", reserved_size() * sizeof(T),
+          first_element(), make_error_code(Refusal::default_reservation_full),
+          "reservoir::" + std::string(op) + " needed it. " + address_space_advice());
     }
     throw std::length_error("reservoir::" + std::string(op) + ": " + std::to_string(wanted) +
                             " elements exceed max_size() " + std::to_string(max_size()));
@@ -699,12 +708,14 @@ class DynArray {
     }
     return std::nullopt;
   }
-  [[noreturn]] static void throw_reserve_error(std::error_code ec) {
+  // `op` names the user's call that reserved.
+  [[noreturn]] static void throw_reserve_error(std::error_code ec, const char* op) {
     // No OS call made when the budget granted nothing: the refusal is reservoir's own.
     throw OsAllocationError("reserve", kMinDefaultReserveBytes, nullptr,
                             ec ? ec : make_error_code(Refusal::address_space_budget),
-                            "The process has no address space left for another default "
-                            "DynArray: " +
+                            "reservoir::" + std::string(op) +
+                                " needed it. The process has no address space left for another "
+                                "default DynArray: " +
                                 address_space_advice());
   }
   void adopt(Arena&& a, size_type max_size) noexcept {
@@ -715,12 +726,12 @@ class DynArray {
     // growth must leave capacity() as it was.
     end_ = cap_ = first_element();
   }
-  void ensure_reserved() {
+  void ensure_reserved(const char* op) {
     if (arena_.reserved()) return;
     size_type max_size = 0;
     std::error_code ec;
     std::optional<Arena> a = reserve_default(&max_size, &ec);
-    if (!a) throw_reserve_error(ec);
+    if (!a) throw_reserve_error(ec, op);
     adopt(std::move(*a), max_size);
   }
   bool try_ensure_reserved() noexcept {
@@ -759,6 +770,7 @@ class DynArray {
       } else {
         for (; first != last; ++first) {
           if (size() == max_size()) throw_length_error(op, size() + 1);
+          if (end_ == cap_) commit_for_append(1, op);  // a refusal names op
           emplace_back(*first);
         }
       }
@@ -811,7 +823,7 @@ class DynArray {
       }
       replace_front(old_size, old_capacity);
     } else {
-      commit_for_write(n);  // strong
+      commit_for_write(n, "DynArray::assign");  // strong
       clear();
       try {
         for (size_type k = 0; k < n; ++k) {
@@ -837,6 +849,7 @@ class DynArray {
         // `old` is 0 before the move: if it throws, replace_front has destroyed everything.
         if (old != 0 && size() == max_size()) replace_front(std::exchange(old, 0), old_capacity);
         if (size() == max_size()) throw_length_error("DynArray::assign", size() + 1);
+        if (end_ == cap_) commit_for_append(1, "DynArray::assign");  // a refusal names it
         emplace_back(*first);
       }
     } catch (...) {
@@ -893,25 +906,27 @@ class DynArray {
     return count;
   }
 
-  // Commits room for n more elements (the slow path of every append); `op` names the user's call
-  // in a std::length_error.
+  // Commits room for n more elements (the slow path of every append). `op` names the user's call
+  // in every exception: a std::length_error, a refused reservation or commit.
   void commit_for_append(size_type n, const char* op) {
     if (n <= capacity() - size()) return;
     if (n > max_size() - size()) throw_length_error(op, n > max_size() ? n : size() + n);
-    commit_for_write(size() + n);
+    commit_for_write(size() + n, op);
   }
   // Commits for n elements about to be written: all of the new commit is backed with RAM at
   // once (Populate::all). reserve() is the one other way to commit ahead (Populate::first_step).
-  void commit_for_write(size_type n) { commit_ahead(n, Arena::Populate::all); }
-  // Commits for n elements, backing `populate` of the new commit with RAM at once.
-  void commit_ahead(size_type n, Arena::Populate populate) {
+  void commit_for_write(size_type n, const char* op) { commit_ahead(n, Arena::Populate::all, op); }
+  // Commits for n elements, backing `populate` of the new commit with RAM at once. The name of
+  // the user's call, `op`, travels only down this slow path: a refusal's message is composed
+  // once, from the arena's ArenaError, where it is thrown.
+  void commit_ahead(size_type n, Arena::Populate populate, const char* op) {
     if (n <= capacity()) return;
-    if (n > max_size()) throw_length_error("DynArray::reserve", n);
-    ensure_reserved();
+    if (n > max_size()) throw_length_error(op, n);
+    ensure_reserved(op);
     // The first reservation may have been granted smaller than default_max_size() (the
     // address-space budget, or a refusing OS): check again against what max_size() is now.
-    if (n > reserved_size()) throw_length_error("DynArray::reserve", n);
-    arena_.commit(bytes_for(n), populate);
+    if (n > reserved_size()) throw_length_error(op, n);
+    if (ArenaError error; !arena_.try_commit(bytes_for(n), populate, &error)) error.raise(op);
     update_capacity();
   }
   bool try_commit_for_append(size_type n) noexcept {
@@ -1018,14 +1033,25 @@ class DynArray {
     update_capacity();
   }
 
+  // The element makers of resize_impl: value-initialised, or copies of *value.
+  struct value_construct {
+    void operator()(T* p, size_type k) const { std::uninitialized_value_construct_n(p, k); }
+  };
+  struct fill_with {
+    const T* value;
+    void operator()(T* p, size_type k) const { detail::uninitialized_fill_n(p, k, *value); }
+  };
+
+  // Resizes to n, making the new elements with construct(first, count); `op` names the user's
+  // call in every exception.
   template <class Construct>
-  void resize_impl(size_type n, Construct construct) {
+  void resize_impl(size_type n, Construct construct, const char* op) {
     if (n <= size()) {
       erase_tail(n);
       return;
     }
     const size_type old_capacity = capacity();
-    commit_for_append(n - size(), "DynArray::resize");
+    commit_for_append(n - size(), op);
     annotate(end_, first_element() + n);
     try {
       construct(end_, n - size());  // destroys what it built if it throws
