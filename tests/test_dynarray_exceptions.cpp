@@ -474,6 +474,54 @@ TEST_SUITE("dynarray") {
     CHECK_THROWS_WITH_AS(small.commit(past),
                          doctest::Contains("reservoir::Arena::commit: cannot grow to "),
                          std::length_error);
+  TEST_CASE("a refused commit on the by-value append path: the array is unchanged, then usable") {
+    // int appends through the static slow path, given a copy of the array's members that the
+    // inline path takes back however the call ends: a refused commit must leave every member as
+    // it was (the reservation, the end, the capacity, max_size()).
+    DynArray<int> a;
+    a.push_back(0);
+    fill_to_capacity(a);
+    const std::size_t size = a.size(), capacity = a.capacity(), max = a.max_size();
+    const std::byte* const base = a.arena().base();
+    {
+      test::FaultGuard fault(pal::Op::commit, 0, 3);
+      try {
+        a.push_back(-1);
+        FAIL("should have thrown");
+      } catch (const reservoir::OsAllocationError& e) {
+        CHECK(std::string(e.what()).find("cannot commit") == 0);
+      }
+      CHECK_FALSE(a.try_push_back(-2));
+    }
+    CHECK(a.size() == size);
+    CHECK(a.capacity() == capacity);
+    CHECK(a.max_size() == max);
+    CHECK(a.arena().base() == base);
+    CHECK(test::first_wrong(size, [&](std::size_t i) { return a[i] == make<int>(i); }) == size);
+    a.push_back(7);  // usable afterwards, in the same reservation
+    CHECK(a.back() == 7);
+    CHECK(a.arena().base() == base);
+  }
+
+  TEST_CASE("a DynArray is four words; its arena is held apart and moves with it") {
+    // The arena lives in a block of its own, so that no out-of-line call is given the array's
+    // address (the append loop then keeps end_ in a register): the array is its pointer, end_,
+    // cap_ and max_size_, and a move hands the block over.
+    static_assert(sizeof(DynArray<int>) == 4 * sizeof(void*));
+    static_assert(sizeof(DynArray<std::string>) == 4 * sizeof(void*));
+    DynArray<int> empty;
+    CHECK(empty.arena().reserved() == 0);
+    CHECK(empty.capacity() == 0);
+    DynArray<int> a;
+    a.push_back(1);
+    const reservoir::Arena* const arena = &a.arena();
+    CHECK(arena->reserved() > 0);
+    DynArray<int> b(std::move(a));
+    CHECK(&b.arena() == arena);
+    CHECK(a.arena().reserved() == 0);  // NOLINT(bugprone-use-after-move): moved-from is empty
+    b.swap(empty);
+    CHECK(&empty.arena() == arena);
+    CHECK(empty.back() == 1);
   }
 
   TEST_CASE("bad sizes are rejected with a clear exception") {

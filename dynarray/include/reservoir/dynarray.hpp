@@ -173,21 +173,24 @@ class DynArray {
     return *this;
   }
 
-  ~DynArray() {
+  // Inlined whole, as the appends are: an out-of-line destructor would be given the array's
+  // address (on an exception's cleanup path too), which keeps end_ in memory (see State).
+  RESERVOIR_ALWAYS_INLINE ~DynArray() {
     static_assert(std::is_object_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T>,
                   "DynArray<T> needs a non-const, non-volatile object type");
     static_assert(alignof(T) <= detail::kMaxElementAlignment,
                   "DynArray<T> supports element alignments up to 2 MiB (detail/alignment.hpp)");
     destroy_all();
     annotate(end_, cap_);  // the memory goes back whole: nothing in it is reported any more
+    if (arena_ != nullptr) release(arena_);
   }
 
   // A copy of every element in a new reservation of the same max_size() and options (for a
   // default-constructed array: the default reservation, which may fall back to less).
   [[nodiscard]] DynArray clone() const {
     // A default-reserved array's copy is reserved the default way too (with its fallback).
-    DynArray copy = arena_.reserved() && !default_reservation()
-                        ? DynArray(max_elements(reserved_size()), arena_.options())
+    DynArray copy = arena_ != nullptr && !default_reservation()
+                        ? DynArray(max_elements(reserved_size()), arena_->options())
                         : DynArray();
     copy.append_from(*this, "DynArray::clone");
     return copy;
@@ -246,7 +249,7 @@ class DynArray {
     return reserved_size() ? reserved_size() : default_max_size();
   }
   // The arena underneath (committed bytes, granule, options).
-  const Arena& arena() const noexcept { return arena_; }
+  const Arena& arena() const noexcept { return arena_ ? *arena_ : no_arena(); }
 
   // Commits memory for at least n elements. Never moves anything. n > max_size() is
   // std::length_error; a refused commit is OsAllocationError; the array is unchanged then.
@@ -259,8 +262,8 @@ class DynArray {
   // anything. Non-binding, as in std::vector: if the OS refuses to decommit, the memory stays
   // committed and capacity() says so.
   void shrink_to_fit() noexcept {
-    if (!arena_.reserved()) return;
-    (void)arena_.trim(bytes_for(size()));
+    if (arena_ == nullptr) return;
+    (void)arena_->trim(bytes_for(size()));
     update_capacity();
   }
 
@@ -280,13 +283,18 @@ class DynArray {
     if constexpr (kSlowPathByValue<Args...>) {
       // A small trivially copyable value goes to the slow path in a register: passing its
       // address would force the caller's loop to keep it in memory on every iteration. The slow
-      // path hands back the new end and capacity, and storing them here (the same values) tells
-      // the compiler what they are after the call: a caller's loop then keeps both in registers
-      // instead of reloading end_ each iteration, a store-to-load round trip on every append.
-      Bounds b = emplace_back_slow_value(T(std::forward<Args>(args)...));
-      end_ = b.end;
-      cap_ = b.cap;
-      return b.end[-1];
+      // path is given a copy of the members, not the array's address, and they are taken back
+      // from it here, however it ends: the caller's loop then keeps end_ and cap_ in registers
+      // and stores neither on an append (see State).
+      State st{arena_, end_, cap_, max_size_};
+      try {
+        emplace_back_slow_value(&st, T(std::forward<Args>(args)...));
+      } catch (...) {
+        take(st);
+        throw;
+      }
+      take(st);
+      return end_[-1];
     } else {
       return emplace_back_slow(std::forward<Args>(args)...);
     }
@@ -562,7 +570,8 @@ class DynArray {
   // The max_elements and max_bytes constructors: `call` names the one the user called, in every
   // exception (the Arena's refusals included).
   DynArray(max_elements limit, ArenaOptions options, const char* call)
-      : arena_(detail::make_arena(checked_bytes(limit.count, call), slot_options(options), call)),
+      : arena_(new Arena(
+            detail::make_arena(checked_bytes(limit.count, call), slot_options(options), call))),
         end_(first_element()),
         cap_(end_),
         max_size_(limit.count) {
@@ -602,7 +611,9 @@ class DynArray {
   // The first element's address in the reservation: its base, or the first address past it
   // aligned for an over-page-aligned T (detail/alignment.hpp).
   T* first_element() const noexcept {
-    T* const first = reinterpret_cast<T*>(arena_.base() + detail::element_offset<T>(arena_.base()));
+    if (arena_ == nullptr) return nullptr;
+    T* const first =
+        reinterpret_cast<T*>(arena_->base() + detail::element_offset<T>(arena_->base()));
     assert(reinterpret_cast<std::uintptr_t>(first) % alignof(T) == 0);
     return first;
   }
@@ -611,7 +622,7 @@ class DynArray {
     if constexpr (alignof(T) <= detail::kMinBaseAlignment) {
       return 0;
     } else {
-      return detail::element_offset<T>(arena_.base());
+      return arena_ ? detail::element_offset<T>(arena_->base()) : 0;
     }
   }
   // The committed bytes that hold n elements from first_element(): what the arena is asked to
@@ -718,30 +729,34 @@ class DynArray {
                                 "default DynArray: " +
                                 address_space_advice());
   }
-  void adopt(Arena&& a, size_type max_size) noexcept {
-    arena_ = std::move(a);
+  // False (and nothing changed, `a` kept) if there is no memory for the arena's own block.
+  [[nodiscard]] bool adopt(Arena&& a, size_type max_size) noexcept {
+    Arena* const held = new (std::nothrow) Arena(std::move(a));
+    if (held == nullptr) return false;
+    delete arena_;
+    arena_ = held;
     max_size_ = max_size | kDefaultReservation;
     // capacity() stays 0 until the caller's commit succeeds (update_capacity): a reservation
     // may arrive with its first pages committed (a recycled pool slot), and a refused first
     // growth must leave capacity() as it was.
     end_ = cap_ = first_element();
+    return true;
   }
   void ensure_reserved(const char* op) {
-    if (arena_.reserved()) return;
+    if (arena_ != nullptr) return;
     size_type max_size = 0;
     std::error_code ec;
     std::optional<Arena> a = reserve_default(&max_size, &ec);
     if (!a) throw_reserve_error(ec, op);
-    adopt(std::move(*a), max_size);
+    if (!adopt(std::move(*a), max_size)) throw std::bad_alloc();
   }
   bool try_ensure_reserved() noexcept {
-    if (arena_.reserved()) return true;
+    if (arena_ != nullptr) return true;
     size_type max_size = 0;
     std::error_code ec;
     std::optional<Arena> a = reserve_default(&max_size, &ec);
     if (!a) return false;
-    adopt(std::move(*a), max_size);
-    return true;
+    return adopt(std::move(*a), max_size);
   }
 
   // cap_ from the arena's committed size (after it changed). The sanitizers' view moves with it:
@@ -749,7 +764,8 @@ class DynArray {
   void update_capacity() noexcept {
     annotate(end_, cap_);
     const size_type offset = data_offset();
-    const size_type committed = arena_.committed() > offset ? arena_.committed() - offset : 0;
+    const size_type held = arena_ ? arena_->committed() : 0;
+    const size_type committed = held > offset ? held - offset : 0;
     cap_ = first_element() + (std::min)(committed / sizeof(T), reserved_size());
     annotate(cap_, end_);
   }
@@ -926,13 +942,13 @@ class DynArray {
     // The first reservation may have been granted smaller than default_max_size() (the
     // address-space budget, or a refusing OS): check again against what max_size() is now.
     if (n > reserved_size()) throw_length_error(op, n);
-    if (ArenaError error; !arena_.try_commit(bytes_for(n), populate, &error)) error.raise(op);
+    if (ArenaError error; !arena_->try_commit(bytes_for(n), populate, &error)) error.raise(op);
     update_capacity();
   }
   bool try_commit_for_append(size_type n) noexcept {
     if (n > max_size() - size() || !try_ensure_reserved()) return false;
     if (n > reserved_size() - size()) return false;  // the reservation came out smaller
-    if (!arena_.try_commit(bytes_for(size() + n))) return false;
+    if (!arena_->try_commit(bytes_for(size() + n))) return false;
     update_capacity();
     return true;
   }
@@ -987,15 +1003,41 @@ class DynArray {
       sizeof...(Args) == 1 && (std::is_same_v<std::remove_cvref_t<Args>, T> && ...) &&
       std::is_trivially_copyable_v<T> && sizeof(T) <= 2 * sizeof(void*);
 
-  struct Bounds {
+  // The by-value slow path's view of an array: its members, copied. It is static and takes the
+  // caller's copy, never the array's address: an array whose address no opaque call receives can
+  // live in registers, so the caller's append loop keeps end_ there rather than storing it back
+  // to the array on every append (an out-of-line call given `this` could read it).
+  struct State {
+    Arena* arena;
     T* end;
     T* cap;
+    size_type max_size;
   };
-  RESERVOIR_COLD_NOINLINE Bounds emplace_back_slow_value(T value) {
+  void take(const State& st) noexcept {
+    arena_ = st.arena;
+    end_ = st.end;
+    cap_ = st.cap;
+    max_size_ = st.max_size;
+  }
+  // Commits for one more element and appends `value`, on *st. However it ends (a refused commit
+  // throws) *st holds what the array is then, for the caller to take: a reservation made before
+  // a refused commit is kept, as the member slow path keeps it.
+  RESERVOIR_COLD_NOINLINE static void emplace_back_slow_value(State* st, T value) {
+    DynArray work;
+    work.take(*st);
+    struct GiveBack {
+      DynArray& from;
+      State* to;
+      ~GiveBack() {
+        *to = State{from.arena_, from.end_, from.cap_, from.max_size_};
+        from.arena_ = nullptr;
+        from.end_ = from.cap_ = nullptr;
+        from.max_size_ = 0;
+      }
+    } give{work, st};
     // Trivially copyable: constructing it cannot throw afterwards.
-    commit_for_append(1, "DynArray::push_back/emplace_back");
-    construct_one(value);
-    return {end_, cap_};
+    work.commit_for_append(1, "DynArray::push_back/emplace_back");
+    work.construct_one(value);
   }
 
   template <class... Args>
@@ -1029,7 +1071,7 @@ class DynArray {
 
   // Gives back what a failed operation committed, so capacity() is as before.
   void undo_commit(size_type old_capacity) noexcept {
-    (void)arena_.trim(bytes_for(old_capacity));
+    if (arena_ != nullptr) (void)arena_->trim(bytes_for(old_capacity));
     update_capacity();
   }
 
@@ -1071,8 +1113,17 @@ class DynArray {
 
   void destroy_all() noexcept { erase_tail(0); }
 
+  // Releases the reservation and the arena's block, given the block only.
+  static void release(Arena* arena) noexcept { delete arena; }
+  // What arena() shows before the first reservation: an empty arena.
+  static const Arena& no_arena() noexcept {
+    static const Arena empty;
+    return empty;
+  }
+
   void steal(DynArray& other) noexcept {
-    arena_ = std::move(other.arena_);
+    delete arena_;
+    arena_ = std::exchange(other.arena_, nullptr);
     end_ = std::exchange(other.end_, nullptr);
     cap_ = std::exchange(other.cap_, nullptr);
     max_size_ = std::exchange(other.max_size_, 0);
@@ -1085,9 +1136,11 @@ class DynArray {
   // No reservation holds 2^63 elements of any size: the top bit of max_size_ is free.
   static constexpr size_type kDefaultReservation = ~(static_cast<size_type>(-1) >> 1);
 
-  // Eight words, as std::vector's three plus the reservation: the first element is the arena's
-  // base (or the first address past it aligned for T), so it is not stored.
-  Arena arena_;
+  // Four words, as std::vector's three plus the reservation: the first element is the arena's
+  // base (or the first address past it aligned for T), so it is not stored. The arena is held
+  // apart (one block, made with the reservation), so that the slow paths and the destructor
+  // reach it through a pointer that is not into the array (see State).
+  Arena* arena_ = nullptr;
   T* end_ = nullptr;        // one past the last element (std::vector's representation: the append
   T* cap_ = nullptr;        // fast path compares two pointers and stores through one)
   size_type max_size_ = 0;  // reserved_size(), with kDefaultReservation when reserved lazily
