@@ -474,6 +474,8 @@ TEST_SUITE("dynarray") {
     CHECK_THROWS_WITH_AS(small.commit(past),
                          doctest::Contains("reservoir::Arena::commit: cannot grow to "),
                          std::length_error);
+  }
+
   TEST_CASE("a refused commit on the by-value append path: the array is unchanged, then usable") {
     // int appends through the static slow path, given a copy of the array's members that the
     // inline path takes back however the call ends: a refused commit must leave every member as
