@@ -476,6 +476,31 @@ TEST_SUITE("dynarray") {
                          std::length_error);
   }
 
+  TEST_CASE("a constructor refused after it reserved gives its reservation back") {
+    // The array holds its arena apart from itself: a constructor that throws after reserving must
+    // still give the reservation (and that block) back. Each form reserves a default slot from
+    // a fresh chunk, its first commit is refused, and a trim afterwards then finds the chunk
+    // unused and releases it.
+    const std::vector<int> values{1, 2, 3};
+    const std::vector<std::function<void()>> forms = {
+        [] { DynArray<int> a(1000); },
+        [] { DynArray<int> a(1000, 7); },
+        [] { DynArray<int> a{1, 2, 3}; },
+        [&] { DynArray<int> a(values.begin(), values.end()); },
+    };
+    for (std::size_t i = 0; i < forms.size(); ++i) {
+      CAPTURE(i);
+      reservoir::trim_pools();
+      const std::uint64_t releases = pal::testing::calls(pal::Op::release);
+      {
+        test::FaultGuard fault(pal::Op::commit, 0, 1'000'000);
+        CHECK_THROWS_AS(forms[i](), reservoir::OsAllocationError);
+      }
+      reservoir::trim_pools();
+      CHECK(pal::testing::calls(pal::Op::release) > releases);
+    }
+  }
+
   TEST_CASE("a refused commit on the by-value append path: the array is unchanged, then usable") {
     // int appends through the static slow path, given a copy of the array's members that the
     // inline path takes back however the call ends: a refused commit must leave every member as

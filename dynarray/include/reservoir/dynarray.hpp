@@ -120,21 +120,24 @@ class DynArray {
       : DynArray(max_elements(elements_in(limit)), options, "DynArray(max_bytes)") {}
 
   // count value-initialised elements, or count copies of value, as std::vector: on the default
-  // reservation.
-  explicit DynArray(size_type count) {
+  // reservation. These constructors delegate to the default one, so that the destructor gives
+  // back a reservation made before a refusal or a throwing element (the array holds it apart).
+  explicit DynArray(size_type count) : DynArray() {
     if (count > default_max_size()) throw_length_error("DynArray(count)", count);
     resize_impl(count, value_construct{}, "DynArray(count)");
   }
-  DynArray(size_type count, const T& value) {
+  DynArray(size_type count, const T& value) : DynArray() {
     if (count > default_max_size()) throw_length_error("DynArray(count, value)", count);
     resize_impl(count, fill_with{std::addressof(value)}, "DynArray(count, value)");
   }
 
   // The elements of `init`, or of [first, last), in an array with the default reservation.
-  DynArray(std::initializer_list<T> init) { append_from(init, "DynArray(initializer_list)"); }
+  DynArray(std::initializer_list<T> init) : DynArray() {
+    append_from(init, "DynArray(initializer_list)");
+  }
   template <class It, class S>
     requires detail::iterator_pair<It, S>
-  DynArray(It first, S last) {
+  DynArray(It first, S last) : DynArray() {
     append_iterators(first, last, "DynArray(first, last)");
   }
 
@@ -142,7 +145,7 @@ class DynArray {
   // The elements of r (C++23 std::from_range), on the default reservation or on the one given.
   template <std::ranges::input_range R>
     requires std::constructible_from<T, std::ranges::range_reference_t<R>>
-  DynArray(std::from_range_t, R&& r) {
+  DynArray(std::from_range_t, R&& r) : DynArray() {
     append_from(std::forward<R>(r), "DynArray(from_range)");
   }
   template <std::ranges::input_range R, class Limit>
