@@ -108,13 +108,20 @@ def arena_layout(val):
 def dynarray_layout(val):
     """(data as T*, size, capacity) of a reservoir::DynArray<T>.
 
-    data is the member data_ where it exists, else the arena's base (arena_.base_) as a T*. The
-    end and capacity are the pointers end_ and cap_; where a layout keeps counts instead (size_,
-    or no cap_), the count is taken, and the capacity from the arena's committed bytes."""
+    data is the member data_ where it exists, else the arena's base as a T*: arena_->base_ where
+    the array holds a pointer to its arena (null until it first reserves), arena_.base_ where it
+    holds the arena itself. The end and capacity are the pointers end_ and cap_; where a layout
+    keeps counts instead (size_, or no cap_), the count is taken, and the capacity from the
+    arena's committed bytes."""
     element_type = _element_type(val)
     data = _member(val, 'data_')
     if data is None:
-        data = _member(val, 'arena_.base_').cast(element_type.pointer())
+        arena = _member(val, 'arena_')
+        if arena is not None and arena.type.strip_typedefs().code == gdb.TYPE_CODE_PTR:
+            data = arena.dereference()['base_'] if int(arena) != 0 else gdb.Value(0)
+        else:
+            data = _member(val, 'arena_.base_')
+        data = data.cast(element_type.pointer())
     end = _member(val, 'end_')
     size = _count(data, end, element_type) if end is not None else _int(_member(val, 'size_'))
     cap = _member(val, 'cap_')

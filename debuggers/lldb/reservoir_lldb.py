@@ -112,13 +112,23 @@ def arena_layout(val):
 def dynarray_layout(val):
     """(data as a T* SBValue, size, capacity) of a reservoir::DynArray<T>.
 
-    data is the member data_ where it exists, else the arena's base (arena_.base_) as a T*. The
-    end and capacity are the pointers end_ and cap_; where a layout keeps counts instead (size_,
-    or no cap_), the count is taken, and the capacity from the arena's committed bytes."""
+    data is the member data_ where it exists, else the arena's base as a T*: arena_->base_ where
+    the array holds a pointer to its arena (null until it first reserves), arena_.base_ where it
+    holds the arena itself. The end and capacity are the pointers end_ and cap_; where a layout
+    keeps counts instead (size_, or no cap_), the count is taken, and the capacity from the
+    arena's committed bytes."""
     element_type = _element_type(val)
     data = _member(val, 'data_')
     if data is None:
-        data = _member(val, 'arena_.base_').Cast(element_type.GetPointerType())
+        arena = _member(val, 'arena_')
+        if arena is not None and arena.GetType().IsPointerType():
+            if arena.GetValueAsUnsigned(0) != 0:
+                data = arena.Dereference().GetChildMemberWithName('base_')
+            else:
+                data = arena  # a null pointer: no elements
+        else:
+            data = _member(val, 'arena_.base_')
+        data = data.Cast(element_type.GetPointerType())
     end = _member(val, 'end_')
     size = _count(data, end, element_type) if end is not None else _unsigned(
         _member(val, 'size_'))
