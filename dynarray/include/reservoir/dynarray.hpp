@@ -732,10 +732,16 @@ class DynArray {
                                 "default DynArray: " +
                                 address_space_advice());
   }
-  // False (and nothing changed, `a` kept) if there is no memory for the arena's own block.
+  // False (and nothing changed, `a` kept) if there is no memory for the arena's own block. The
+  // throwing operator new, caught: the nothrow one calls it through the C++ runtime's own lazily
+  // bound entry, one symbol binding more in a process's first array.
   [[nodiscard]] bool adopt(Arena&& a, size_type max_size) noexcept {
-    Arena* const held = new (std::nothrow) Arena(std::move(a));
-    if (held == nullptr) return false;
+    Arena* held = nullptr;
+    try {
+      held = new Arena(std::move(a));
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
     delete arena_;
     arena_ = held;
     max_size_ = max_size | kDefaultReservation;
