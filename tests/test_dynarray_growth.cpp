@@ -122,6 +122,11 @@ TEST_SUITE("dynarray") {
   TEST_CASE("a default reservation refused at every tier but the least takes the least") {
     // Refused: the 64 GiB chunk (where tried), 64 GiB, the 1 GiB chunk (where tried: as the
     // 64 GiB one) and 1 GiB. Next is kMinDefaultReserveBytes, the least tier, never a half.
+    if (test::under_valgrind()) {
+      // It refuses the 64 GiB tier itself, so the refusals counted here fall on smaller ones.
+      MESSAGE("skipped under valgrind, which refuses the largest tier itself");
+      return;
+    }
     const std::uint64_t chunks = chunk_reserves();
     test::FaultGuard fault(pal::Op::reserve, 0, 2 * chunks + 2);
     DynArray<int> a;
@@ -152,10 +157,12 @@ TEST_SUITE("dynarray") {
     CHECK(b[0] == 2);
     if (default_refused) {
       // The OS refused the default size to a (valgrind, a small RLIMIT_AS) and so refuses it to b:
-      // a refused reservation first releases what is parked, and b starts on a fresh, smaller one.
-      MESSAGE("default reservation refused here: b starts fresh, as a did");
+      // a refused reservation first releases what is parked, and b starts on a fresh, smaller
+      // one, or on a's slot of that smaller tier's pool, with the pages a parked slot keeps.
+      MESSAGE("default reservation refused here: b starts on a smaller tier, as a did");
       CHECK(pal::testing::calls(pal::Op::reserve) > reserves);
-      CHECK(b.arena().committed() == page);
+      const std::size_t kept = std::max(page, reservoir::kDoublingStepLimit / page * page);
+      CHECK((b.arena().committed() == page || b.arena().committed() == kept));
       return;
     }
     CHECK(pal::testing::calls(pal::Op::reserve) == reserves);  // a's reservation, reused
