@@ -80,25 +80,31 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// ConcurrentDynArray: each append computes the length of the number its slot stands for; memo
+// Runs body(t) on `threads` threads at once (t = 0 .. threads - 1); returns the seconds from before
+// the first starts to after the last ends.
+template <class Body>
+inline double timed_on_threads(unsigned threads, const Body& body) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&body, t] { body(t); });
+  for (auto& th : pool)
+    th.join();
+  return seconds_since(t0);
+}
+
+// ConcurrentDynArray: each append computes the length of the number its index stands for; memo
 // lookups read the published prefix, and past it any element already published (try_get), with no
 // lock. Returns seconds.
 inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
                                        reservoir::ConcurrentDynArray<std::uint32_t>& memo) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&memo, n, threads, t] {
-      for (std::uint64_t k = t; k < n; k += threads) {
-        memo.emplace_back_with([&memo](std::size_t i) noexcept {
-          return orbit_length_found(i + 1, memo_find(memo, memo.size()));
-        });
-      }
-    });
-  }
-  for (auto& th : pool)
-    th.join();
-  return seconds_since(t0);
+  return timed_on_threads(threads, [&memo, n, threads](unsigned t) {
+    for (std::uint64_t k = t; k < n; k += threads) {
+      memo.emplace_back_with([&memo](std::size_t i) noexcept {
+        return orbit_length_found(i + 1, memo_find(memo, memo.size()));
+      });
+    }
+  });
 }
 
 // A Writer per thread, as a user would write the memo with one: threads take blocks of kWriterBlock
@@ -111,27 +117,20 @@ inline constexpr std::uint64_t kWriterBlock = 16;
 inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
                                               reservoir::ConcurrentDynArray<std::uint32_t>& memo) {
   std::atomic<std::uint64_t> next{1};
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&memo, &next, n] {
-      auto w = memo.writer();
-      for (;;) {
-        const std::uint64_t first = next.fetch_add(kWriterBlock, std::memory_order_relaxed);
-        if (first > n) return;
-        const std::uint64_t end = std::min(n + 1, first + kWriterBlock);
-        for (std::uint64_t x = first; x < end; ++x) {
-          const std::uint64_t known = memo.size();
-          w.push_back(orbit_length(x, known, [&memo](std::uint64_t j) { return memo[j]; }));
-        }
-        (void)memo.wait_for_size(first - 1);  // no later block flushes before this one
-        w.flush();
+  return timed_on_threads(threads, [&memo, &next, n](unsigned /*t*/) {
+    auto w = memo.writer();
+    for (;;) {
+      const std::uint64_t first = next.fetch_add(kWriterBlock, std::memory_order_relaxed);
+      if (first > n) return;
+      const std::uint64_t end = std::min(n + 1, first + kWriterBlock);
+      for (std::uint64_t x = first; x < end; ++x) {
+        const std::uint64_t known = memo.size();
+        w.push_back(orbit_length(x, known, [&memo](std::uint64_t j) { return memo[j]; }));
       }
-    });
-  }
-  for (auto& th : pool)
-    th.join();
-  return seconds_since(t0);
+      (void)memo.wait_for_size(first - 1);  // no later block flushes before this one
+      w.flush();
+    }
+  });
 }
 
 // Blocks claimed first (append_with): threads take the count of a block of kWriterBlock numbers
@@ -141,23 +140,16 @@ inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
 inline double with_concurrent_dynarray_blocks(std::uint64_t n, unsigned threads,
                                               reservoir::ConcurrentDynArray<std::uint32_t>& memo) {
   std::atomic<std::uint64_t> taken{0};
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&memo, &taken, n] {
-      for (;;) {
-        const std::uint64_t first = taken.fetch_add(kWriterBlock, std::memory_order_relaxed);
-        if (first >= n) return;
-        const std::uint64_t count = std::min(kWriterBlock, n - first);
-        (void)memo.append_with(count, [&memo](std::size_t i) noexcept {
-          return orbit_length_found(i + 1, memo_find(memo, memo.size()));
-        });
-      }
-    });
-  }
-  for (auto& th : pool)
-    th.join();
-  return seconds_since(t0);
+  return timed_on_threads(threads, [&memo, &taken, n](unsigned /*t*/) {
+    for (;;) {
+      const std::uint64_t first = taken.fetch_add(kWriterBlock, std::memory_order_relaxed);
+      if (first >= n) return;
+      const std::uint64_t count = std::min(kWriterBlock, n - first);
+      (void)memo.append_with(count, [&memo](std::size_t i) noexcept {
+        return orbit_length_found(i + 1, memo_find(memo, memo.size()));
+      });
+    }
+  });
 }
 
 // std::vector + std::shared_mutex: lookups under a shared lock, appends in order under an
@@ -166,37 +158,30 @@ inline double with_vector_shared_mutex(std::uint64_t n, unsigned threads,
                                        std::vector<std::uint32_t>& vec) {
   SharedMutex mutex;
   std::uint64_t next = 1;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (;;) {
-        std::uint64_t mine;
-        {
-          std::unique_lock lock(mutex);
-          if (next > n) return;
-          mine = next++;
-        }
-        std::uint32_t len;
-        {
-          std::shared_lock lock(mutex);
-          len = orbit_length(mine, vec.size(), [&vec](std::uint64_t j) { return vec[j]; });
-        }
-        for (;;) {
-          std::unique_lock lock(mutex);
-          if (vec.size() == mine - 1) {
-            vec.push_back(len);
-            break;
-          }
-          lock.unlock();
-          std::this_thread::yield();
-        }
+  return timed_on_threads(threads, [&](unsigned /*t*/) {
+    for (;;) {
+      std::uint64_t mine;
+      {
+        std::unique_lock lock(mutex);
+        if (next > n) return;
+        mine = next++;
       }
-    });
-  }
-  for (auto& th : pool)
-    th.join();
-  return seconds_since(t0);
+      std::uint32_t len;
+      {
+        std::shared_lock lock(mutex);
+        len = orbit_length(mine, vec.size(), [&vec](std::uint64_t j) { return vec[j]; });
+      }
+      for (;;) {
+        std::unique_lock lock(mutex);
+        if (vec.size() == mine - 1) {
+          vec.push_back(len);
+          break;
+        }
+        lock.unlock();
+        std::this_thread::yield();
+      }
+    }
+  });
 }
 
 }  // namespace collatz
