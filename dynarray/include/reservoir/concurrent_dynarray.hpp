@@ -34,10 +34,9 @@
 //     another or waits for one (but once, when solo mode ends: see below), and a reader never
 //     waits either (size() reads a few bytes past the prefix and may store what it found).
 //   - Indices are claimed only when their elements are about to be constructed, never ahead (an
-//   index
-//     claimed ahead and then left unfilled could not be returned once another thread claimed
-//     after it, and would hold size() back for good). So the prefix is held back only by appends
-//     in progress, never by a thread that stopped appending:
+//     index claimed ahead and then left unfilled could not be returned once another thread
+//     claimed after it, and would hold size() back for good). So the prefix is held back only
+//     by appends in progress, never by a thread that stopped appending:
 //       - an append through the array is counted by size() once it returns;
 //       - an element appended through a Writer is in the array (has an index, is counted by
 //         size(), is visible to readers) once that writer's flush() returns, or its destructor
@@ -62,36 +61,14 @@
 //     default-constructed or moved-from array has no reservation and max_size() 0 (appends throw
 //     std::length_error); element addresses never change, a move hands them to the destination.
 //   - Solo mode: while only one thread (the owner) has appended, its claims and publishes are
-//     plain loads and stores: no atomic read-modify-write after its first claim, which takes
-//     ownership with one CAS. The first append (or attempt: a full array too) from another
-//     thread ends solo mode for good: that thread issues one process-wide memory barrier (Linux
-//     membarrier: a system call that interrupts every CPU running this process, so it costs far
-//     more than an append) and waits for a claim or publish of the owner that is in progress (a
-//     few instructions, or one commit step), never for a construction. An append of the owner's
-//     that meets the end of solo mode waits in turn until it has ended (that barrier). These
-//     waits are the one place where an append depends on another thread being scheduled: a
-//     real-time thread that preempts the other one on its CPU would wait for good. A child
-//     forked meanwhile waits for no thread of its parent: a claim or publish the owner had in
-//     progress is not waited for (solo mode ends with the claims made so far), and an end of
-//     solo mode another thread had begun is finished by the child's appending thread. If the OS
-//     refuses the barrier, that append throws std::system_error and adds nothing, and the array
-//     stays in solo mode (each later attempt asks again; an append of the owner's that meets an
-//     attempt waits for its answer). Where no such barrier is available (Windows, macOS, FreeBSD,
-//     the posix-generic build) every append takes the shared path from the start. A thread started
-//     after the owner ended may be taken for the owner (same thread-local address), which is
-//     harmless: the owner is gone.
-//   - Commits: an append that needs more memory committed while another thread commits for the
-//     same array waits for that commit (one OS call), asleep in the OS rather than spinning, so a
-//     committer that lost its CPU to the waiter gets it back. A child forked while a thread of
-//     its parent was committing does not wait for that thread (it does not exist in the child):
-//     it takes the commit over and makes it again. Elements the parent's threads were appending
-//     at the fork stay unpublished in the child, so size() may not reach the child's own appends;
-//     an append in the child never waits for them. Claims that were closed at the fork (a
-//     refused commit or a full array being undone; the parent's undone claims never finish in
-//     the child) are reopened by the child's first claim, which then appends or meets a
-//     refusal of its own. Where the OS has no fork handlers (or registering one failed: no
-//     memory), a child forked during a commit, an end of solo mode or a closing waits, or stays
-//     closed, as a thread of the parent would.
+//     plain loads and stores. The first append from another thread ends it for good with one
+//     process-wide barrier (Linux membarrier; elsewhere every append is shared from the start)
+//     and waits for a claim or publish of the owner in progress, never for a construction; a
+//     refused barrier is std::system_error and adds nothing. These waits, and an append's wait
+//     for another thread's commit (asleep in the OS), are the one place where an append depends
+//     on another thread being scheduled. A child forked meanwhile waits for no thread of its
+//     parent. The whole contract, fork cases included: docs/design.md, "Solo mode, commits and
+//     fork: the contract".
 // Memory: the elements plus one ready byte per element, committed as the elements are; the ready
 // bytes' pages stay untouched until a block first finishes out of order (never while one thread
 // appends alone, unless it appends from inside one of its own constructions), after which each
