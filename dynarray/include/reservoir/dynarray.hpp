@@ -494,7 +494,9 @@ class DynArray {
     const size_type index = checked_index("emplace", pos);
     if (size() == max_size()) throw_length_error("DynArray::insert/emplace", size() + 1);
     // The room for one more is committed here, so that a refusal names this call; what a throw
-    // below committed is given back (at the end, the strong guarantee of emplace_back).
+    // below committed is given back (at the end, the strong guarantee of emplace_back), unless
+    // an element already lives there (a throwing shift after the last element moved up: the
+    // basic guarantee, as std::vector's).
     const size_type old_capacity = capacity();
     commit_for_append(1, "DynArray::insert/emplace");
     try {
@@ -503,14 +505,14 @@ class DynArray {
         return make_iterator(first_element() + index);
       }
       // As std::vector: the new value is built first (args may refer to an element), the last
-      // element moves into the new slot, the rest shift up one place, the value moves into the
-      // gap.
+      // element moves into the new place past the end, the rest shift up one place, the value
+      // moves into the gap.
       T value(std::forward<Args>(args)...);
       emplace_back(std::move(back()));
       std::move_backward(first_element() + index, end_ - 2, end_ - 1);
       first_element()[index] = std::move(value);
     } catch (...) {
-      undo_commit(old_capacity);
+      if (size() <= old_capacity) undo_commit(old_capacity);
       throw;
     }
     return make_iterator(first_element() + index);
