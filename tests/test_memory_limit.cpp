@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <ranges>
 #include <string>
 #include <thread>
@@ -28,6 +30,31 @@ using reservoir::OsAllocationError;
 namespace pal = reservoir::pal;
 
 namespace {
+
+// The ints 0 .. n - 1 as a forward range that stores none of them (std::views::iota does not
+// compile with clang 14 and libstdc++ 12's ranges).
+struct Counting {
+  struct iterator {
+    using iterator_concept = std::forward_iterator_tag;
+    using value_type = int;
+    using difference_type = std::ptrdiff_t;
+    int i = 0;
+    int operator*() const noexcept { return i; }
+    iterator& operator++() noexcept {
+      ++i;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator was = *this;
+      ++i;
+      return was;
+    }
+    bool operator==(const iterator&) const = default;
+  };
+  int n = 0;
+  iterator begin() const noexcept { return {0}; }
+  iterator end() const noexcept { return {n}; }
+};
 
 // Grows an array of ints toward `target` bytes; returns 0 if a memory-limit refusal came with
 // every element intact, and prints the message.
@@ -423,8 +450,7 @@ TEST_SUITE("memory_limit") {
     }
     {
       DynArray<int> a(reservoir::max_elements(2 * kInts));
-      const std::string what =
-          refusal([&] { a.append_range(std::views::iota(0, static_cast<int>(kInts))); });
+      const std::string what = refusal([&] { a.append_range(Counting{static_cast<int>(kInts)}); });
       CHECK_MESSAGE(names(what, "DynArray::append_range"), what);
       CHECK(a.empty());
     }
