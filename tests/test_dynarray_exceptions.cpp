@@ -519,9 +519,10 @@ TEST_SUITE("dynarray") {
 
   TEST_CASE("a constructor refused after it reserved gives its reservation back") {
     // The array holds its arena apart from itself: a constructor that throws after reserving must
-    // still give the reservation (and that block) back. Each form reserves a default slot from
-    // a fresh chunk, its first commit is refused, and a trim afterwards then finds the chunk
-    // unused and releases it.
+    // still give the reservation (and that block) back. Each form reserves a default array's
+    // reservation afresh (a pool slot of a fresh chunk, or a mapping of its own where no chunk
+    // is made), its first commit is refused, and a trim and a cleared cache afterwards then find
+    // the chunk unused, or the mapping parked, and release it.
     const std::vector<int> values{1, 2, 3};
     const std::vector<std::function<void()>> forms = {
         [] { DynArray<int> a(1000); },
@@ -532,12 +533,14 @@ TEST_SUITE("dynarray") {
     for (std::size_t i = 0; i < forms.size(); ++i) {
       CAPTURE(i);
       reservoir::trim_pools();
+      reservoir::clear_reservation_cache();
       const std::uint64_t releases = pal::testing::calls(pal::Op::release);
       {
         test::FaultGuard fault(pal::Op::commit, 0, 1'000'000);
         CHECK_THROWS_AS(forms[i](), reservoir::OsAllocationError);
       }
       reservoir::trim_pools();
+      reservoir::clear_reservation_cache();
       CHECK(pal::testing::calls(pal::Op::release) > releases);
     }
   }
