@@ -386,15 +386,23 @@ std::string budget_refusal(F&& grow) {
 // Whether `message`, a refusal at the mapping budget, names `call` (the user's), the limit, the
 // count the library holds and the remedies, and no list of calls in its place; prints it if not.
 // `named` follows the call's name: " needed it. ", or in a ConcurrentDynArray whose claims the
-// refusal closed, " needed it for index i; nothing was appended. ".
+// refusal closed, " needed it for index i; nothing was appended. " (by default either: where
+// there is no solo mode, every ConcurrentDynArray refusal closes the claims).
 bool names_budget_refusal(const std::string& message, const std::string& call,
-                          const std::string& named = " needed it. ") {
+                          const std::string& named = "") {
   const std::string held =
       "reservoir holds " + std::to_string(reservoir::detail::mappings_held()) + " kernel mappings";
   const std::string limit = "vm.max_map_count (" + std::to_string(kFakeMaxMapCount) + ")";
+  const std::string as_named = ". reservoir::" + call + (named.empty() ? " needed it. " : named);
+  if (message.find(as_named) == std::string::npos &&
+      !(named.empty() &&
+        message.find(". reservoir::" + call + " needed it for index ") != std::string::npos)) {
+    std::printf("%s: missing \"%s\" in: %s\n", call.c_str(), as_named.c_str(), message.c_str());
+    return false;
+  }
   for (const std::string& words :
-       {". reservoir::" + call + named, limit, held, std::string("max_elements(n)"),
-        std::string("std::vector"), std::string("sysctl vm.max_map_count")}) {
+       {limit, held, std::string("max_elements(n)"), std::string("std::vector"),
+        std::string("sysctl vm.max_map_count")}) {
     if (message.find(words) == std::string::npos) {
       std::printf("%s: missing \"%s\" in: %s\n", call.c_str(), words.c_str(), message.c_str());
       return false;

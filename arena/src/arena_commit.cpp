@@ -295,7 +295,7 @@ bool Arena::try_commit(std::size_t bytes, Populate populate) noexcept {
   return bytes <= reserved_ && !commit_to(bytes, populate, &step);
 }
 
-bool Arena::try_commit(std::size_t bytes, Populate populate, ArenaError* error) noexcept {
+bool Arena::try_commit(std::size_t bytes, Populate populate, ArenaError* error) {
   *error = {};
   if (bytes > reserved_) {
     *error = growth_error(bytes, {});

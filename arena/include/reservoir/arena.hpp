@@ -185,8 +185,10 @@ class Arena {
   // not checked (a first touch past a cgroup limit meets the OOM killer, as with std::vector).
   void commit(std::size_t bytes, Populate populate = Populate::all);
   bool try_commit(std::size_t bytes, Populate populate = Populate::all) noexcept;
-  // As try_commit(), with the refusal in *error (Kind::none on success).
-  bool try_commit(std::size_t bytes, Populate populate, ArenaError* error) noexcept;
+  // As try_commit(), with the refusal in *error (Kind::none on success). It throws nothing, but
+  // is not noexcept: the memory limit's reads of /proc and cgroup files are cancellation points,
+  // and a thread cancelled there (pthread_cancel) unwinds through it to the caller's growth call.
+  bool try_commit(std::size_t bytes, Populate populate, ArenaError* error);
 
   // Deprecated names of commit() and try_commit(), kept for one release: reserve means address
   // space everywhere else.
