@@ -22,6 +22,7 @@
 
 #include <reservoir/pal.hpp>
 
+#include "bits.hpp"
 #include "page_pools.hpp"
 #include "parked.hpp"
 #include "sub_page_runs.hpp"
@@ -121,6 +122,11 @@ char g_thread_ended;  // its address is the marker: never an entry
 void mark_thread_ended() noexcept;
 
 void retire_entry(void* p) noexcept {
+#if defined(RESERVOIR_ARENA_ASAN)
+  // A cancelled thread (pthread_cancel) ends by a forced unwind, which leaves its frames' scope
+  // poison on the stack (ASan clears it for C++ throws only); this runs on that stack.
+  __asan_handle_no_return();
+#endif
   // After the teardown (Windows: FlsFree runs this for every value left), nothing is reaped.
   if (p == &g_thread_ended || g_torn_down.load(std::memory_order_acquire)) return;
   mark_thread_ended();
