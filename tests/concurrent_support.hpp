@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -132,6 +133,12 @@ void check_empty_unreserved(A& a) {
   const std::vector<int> two{1, 2};
   CHECK_THROWS_AS(a.append_range(two), std::length_error);
   CHECK(a.append_range(std::vector<int>{}) == a.max_size());  // empty: nothing claimed
+  CHECK_THROWS_AS(a.append_with(2, [](std::size_t) noexcept { return 1; }), std::length_error);
+  CHECK(a.append_with(0, [](std::size_t) noexcept { return 1; }) == a.max_size());
+  CHECK(c.try_get(0) == nullptr);  // no element, no reservation: null, nothing dereferenced
+  CHECK(c.try_get(std::numeric_limits<std::size_t>::max()) == nullptr);
+  CHECK(c.wait_for_size(0) == 0);                                // reached already: returns at once
+  CHECK_THROWS_AS((void)c.wait_for_size(1), std::length_error);  // no append can reach it
   {
     auto w = a.writer();
     CHECK_THROWS_AS(w.push_back(1), std::length_error);  // no room for even a buffer
