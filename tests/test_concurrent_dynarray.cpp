@@ -518,6 +518,62 @@ TEST_SUITE("concurrent") {
     CHECK(a[1011] == 5000);
   }
 
+  TEST_CASE("Writer::reserve: the next n appends flush nothing; one flush appends them in order") {
+    ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(100'000)};
+    auto w = a.writer();
+    w.reserve(0);  // nothing to make room for: no buffer yet either
+    w.reserve(5000);
+    for (std::uint64_t v = 0; v < 5000; ++v)
+      w.push_back(v);
+    CHECK(a.size() == 0);  // 5000 buffered: without reserve the 16th append would have flushed
+    CHECK(w.buffered() == 5000);
+    CHECK(w.flush() == 0);  // one block
+    CHECK(a.size() == 5000);
+    // Later buffers are at least as long: the next 5000 stay buffered too.
+    for (std::uint64_t v = 5000; v < 10'000; ++v)
+      w.push_back(v);
+    CHECK(a.size() == 5000);
+    CHECK(w.flush() == 5000);
+    // With elements buffered: room for n more after them, the buffered ones kept in order.
+    for (std::uint64_t v = 10'000; v < 10'010; ++v)
+      w.push_back(v);
+    w.reserve(20'000);
+    CHECK(w.buffered() == 10);
+    for (std::uint64_t v = 10'010; v < 30'010; ++v)
+      w.push_back(v);
+    CHECK(a.size() == 10'000);
+    CHECK(w.flush() == 10'000);
+    CHECK(a.size() == 30'010);
+    for (std::uint64_t i = 0; i < a.size(); ++i)
+      REQUIRE(a[i] == i);
+    // More than the array could ever hold: refused, nothing changed.
+    w.push_back(1);
+    CHECK_THROWS_AS(w.reserve(a.max_size()), std::length_error);
+    CHECK_THROWS_AS(w.reserve(std::numeric_limits<std::size_t>::max()), std::length_error);
+    CHECK(w.buffered() == 1);
+    w.reserve(a.max_size() - 1);  // exactly what one flush could still take: accepted
+    CHECK(w.flush() == 30'010);
+    // A partial flush at the limit leaves moved-from elements before the rest: reserve keeps the
+    // rest, in order, and a writer of an array with no reservation refuses any room.
+    ConcurrentDynArray<std::uint64_t> small{reservoir::max_elements(8)};
+    auto s = small.writer();
+    s.reserve(8);
+    for (std::uint64_t v = 0; v < 8; ++v)
+      s.push_back(v);
+    CHECK(small.push_back(100) == 0);
+    CHECK_THROWS_AS(s.flush(), std::length_error);  // 7 of 8 fit
+    CHECK(s.buffered() == 1);
+    CHECK_THROWS_AS(s.reserve(8), std::length_error);
+    s.reserve(7);
+    CHECK(s.buffered() == 1);
+    CHECK(s.take_buffered() == std::vector<std::uint64_t>{7});
+    ConcurrentDynArray<std::uint64_t> none;
+    auto n = none.writer();
+    CHECK_THROWS_AS(n.reserve(1), std::length_error);
+    n.reserve(0);
+    CHECK(n.buffered() == 0);
+  }
+
   TEST_CASE("a Writer at the reservation limit: what fits is appended, the rest stays buffered") {
     ConcurrentDynArray<std::uint64_t> a{reservoir::max_elements(100)};
     for (std::uint64_t v = 1; v <= 90; ++v)

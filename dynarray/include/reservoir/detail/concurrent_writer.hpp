@@ -78,6 +78,30 @@ class ConcurrentDynArray<T>::Writer {
   // (std::system_error), appends nothing and keeps them all.
   size_type flush() { return flush_as("Writer::flush"); }
 
+  // Makes room for n more elements: the next n push_backs and emplace_backs add to the buffer
+  // and none of them flushes, so that they reach the array in one flush(), at the moment the
+  // program chooses (a memo filled in order flushes each block once the array holds every
+  // element before it). Later buffers are at least as long. Throws std::length_error if
+  // buffered() + n is more than max_size() (no flush could append them all) and std::bad_alloc
+  // if the buffer cannot grow; nothing changes then.
+  void reserve(size_type n) {
+    const size_type pending = buffered();
+    if (n > array_->max_size() || pending > array_->max_size() - n) {
+      throw std::length_error("reservoir::ConcurrentDynArray::Writer::reserve: " +
+                              std::to_string(pending) + " buffered and " + std::to_string(n) +
+                              " more are more than max_size() " +
+                              std::to_string(array_->max_size()));
+    }
+    if (buffer_.size() + n <= block_) return;
+    std::vector<T> longer;
+    longer.reserve(pending + n);  // throws: nothing changed
+    for (auto it = buffer_.begin() + static_cast<std::ptrdiff_t>(head_); it != buffer_.end(); ++it)
+      longer.push_back(std::move(*it));  // nothrow: reserved, T nothrow move constructible
+    buffer_ = std::move(longer);
+    head_ = 0;
+    block_ = pending + n;
+  }
+
   // Elements appended to this writer and not yet flushed.
   size_type buffered() const noexcept { return buffer_.size() - head_; }
 
@@ -143,7 +167,8 @@ class ConcurrentDynArray<T>::Writer {
   }
 
   // The buffer is full (or not allocated yet): flush it, then let the next block be twice as
-  // long, from 16 elements up to 16 KiB of them, never longer than the array.
+  // long, from 16 elements up to 16 KiB of them (or the length reserve() gave it, if longer),
+  // never longer than the array.
   void make_room(const char* call) {
     flush_as(call);
     constexpr size_type kFirst = 16, kMaxBytes = 16 * 1024;
