@@ -107,18 +107,25 @@ inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
   });
 }
 
+// The numbers of one block, for both contenders that take blocks. A block passes from thread to
+// thread in index order (the Writer's) or holds the prefix back while its thread is preempted
+// (append_with's), so where threads outnumber the cores each block costs about a context switch
+// besides its work: a block must hold far more work than a switch costs (a few microseconds)
+// for the threads to keep their throughput. This one is tens of microseconds of work.
+inline constexpr std::uint64_t kWriterBlock = 1024;
+
 // A Writer per thread, as a user would write the memo with one: threads take blocks of kWriterBlock
 // consecutive numbers from a shared counter, compute their orbit lengths into their own writer
 // (memo lookups read the published prefix with no lock) and flush the block once the array holds
-// every number before it (element i is the length of i+1), waiting for that in wait_for_size (a
-// bounded spin, then asleep until a flush wakes it). The block is the writer's first buffer, so it
-// never flushes early. Returns seconds.
-inline constexpr std::uint64_t kWriterBlock = 16;
+// every number before it (element i is the length of i+1), waiting for that in wait_for_size
+// (yielding, then asleep until a flush wakes it). The writer's buffer is reserved for a whole
+// block, so it never flushes early. Returns seconds.
 inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
                                               reservoir::ConcurrentDynArray<std::uint32_t>& memo) {
   std::atomic<std::uint64_t> next{1};
   return timed_on_threads(threads, [&memo, &next, n](unsigned /*t*/) {
     auto w = memo.writer();
+    w.reserve(kWriterBlock);
     for (;;) {
       const std::uint64_t first = next.fetch_add(kWriterBlock, std::memory_order_relaxed);
       if (first > n) return;
