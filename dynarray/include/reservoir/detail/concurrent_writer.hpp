@@ -87,10 +87,10 @@ class ConcurrentDynArray<T>::Writer {
   void reserve(size_type n) {
     const size_type pending = buffered();
     if (n > array_->max_size() || pending > array_->max_size() - n) {
-      throw std::length_error("reservoir::ConcurrentDynArray::Writer::reserve: " +
-                              std::to_string(pending) + " buffered and " + std::to_string(n) +
-                              " more are more than max_size() " +
-                              std::to_string(array_->max_size()));
+      throw std::length_error(
+          "reservoir::ConcurrentDynArray::Writer::reserve: " + std::to_string(pending) +
+          " buffered and " + std::to_string(n) + " more are more than max_size() " +
+          std::to_string(array_->max_size()));
     }
     if (buffer_.size() + n <= block_) return;
     std::vector<T> longer;
