@@ -55,8 +55,9 @@ void print_memory(const Config& cfg, const std::vector<Result>& rs) {
     }
   }
   fmt::print(
-      "\n   below resolution: less than {} of data, within the noise of an idle child's peak "
-      "(the JSON\n   keeps the figure); FAILED: see the notes at the end\n\n",
+      "\n   below resolution: less than {} of data, or a peak no higher than an idle child's: "
+      "within the\n   noise of an idle child's peak (the JSON keeps the figure); FAILED: see the "
+      "notes at the end\n\n",
       format_bytes(kPeakResolution));
 }
 

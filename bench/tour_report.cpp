@@ -120,7 +120,8 @@ std::string timed_ratio(double base_seconds, double mine_seconds) {
 }
 
 std::string peak_cell(std::uint64_t peak_bytes, std::uint64_t data_bytes) {
-  if (data_bytes < kPeakResolution) return "below resolution";
+  // A peak no higher than the idle child's says only that the baseline moved more than the data.
+  if (data_bytes < kPeakResolution || peak_bytes == 0) return "below resolution";
   return fmt::format("{} ({:.2f}x)", format_bytes(peak_bytes),
                      static_cast<double>(peak_bytes) / static_cast<double>(data_bytes));
 }

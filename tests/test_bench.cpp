@@ -384,8 +384,15 @@ TEST_SUITE("bench_smoke") {
                                                               : 8.0;
         CHECK(num(res, "data_bytes") == num(res, "size") * element);
         if (str(res, "type") == "int" && num(res, "size") == 1e6) {
-          // 4 MB of ints: every contender's peak is within a sane band of it.
+          // 4 MB of ints: every contender's peak is within a sane band of it. Each peak is the
+          // child's above the median of three idle children's; under Wine an idle child's
+          // working set moves between runs by more than on Linux (docs/platforms.md), so the
+          // whole run's baseline can sit a megabyte above a cell's own.
+#if defined(_WIN32)
+          CHECK(num(res, "peak_bytes") > 2.0e6);
+#else
           CHECK(num(res, "peak_bytes") > 3.0e6);
+#endif
           // The upper bound needs a peak of the child alone: not under TSan (shadow memory), and
           // not in the posix-generic build on Linux, where getrusage's ru_maxrss (the macOS and
           // FreeBSD path) carries the parent's peak across fork+exec.
