@@ -125,7 +125,7 @@ inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
   std::atomic<std::uint64_t> next{1};
   return timed_on_threads(threads, [&memo, &next, n](unsigned /*t*/) {
     auto w = memo.writer();
-    w.reserve(kWriterBlock);
+    w.reserve(std::min<std::uint64_t>(kWriterBlock, memo.max_size()));  // a smaller memo: its size
     for (;;) {
       const std::uint64_t first = next.fetch_add(kWriterBlock, std::memory_order_relaxed);
       if (first > n) return;

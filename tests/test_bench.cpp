@@ -954,6 +954,28 @@ TEST_SUITE("bench") {
     CHECK(status["memory"] == "ok");  // a std::vector does not commit in the arena's granules
   }
 
+  TEST_CASE(
+      "the Collatz table at its smallest memo (1000 numbers, under one block) runs every cell") {
+    const test::TempDir dir("reservoir-bench-collatz-small");
+    const std::string json_file = dir.file("collatz.json");
+    rb::ProcessResult r;
+    REQUIRE_FALSE(rb::run_process(bench_path(),
+                                  {"--only", "collatz", "--sizes", "1e3", "--threads", "1,2",
+                                   "--reps", "1", "--cell-budget", "60", "--json", json_file},
+                                  &r));
+    INFO(r.output);
+    CHECK(r.exited);
+    CHECK(r.exit_code == 0);
+    const auto doc = nlohmann::json::parse(slurp_file(json_file));
+    int cells = 0;
+    for (const auto& res : doc.at("results")) {
+      CAPTURE(str(res, "container"));
+      CHECK(str(res, "status") == "ok");
+      ++cells;
+    }
+    CHECK(cells == 4 * 2);  // 4 contenders x 2 thread counts
+  }
+
   TEST_CASE("a cell that hangs is ended at its budget on every OS; the run goes on and says so") {
     const test::TempDir dir("reservoir-bench-hung");
     const std::string json_file = dir.file("hung.json");
