@@ -110,8 +110,8 @@ inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
 // The numbers of one block, for both contenders that take blocks. A block passes from thread to
 // thread in index order (the Writer's) or holds the prefix back while its thread is preempted
 // (append_with's), so where threads outnumber the cores each block costs about a context switch
-// besides its work: a block must hold far more work than a switch costs (a few microseconds)
-// for the threads to keep their throughput. This one is tens of microseconds of work.
+// besides its work: a block must hold far more work than a switch costs for the threads to keep
+// their throughput (docs/bench-concurrent.md, "Blocks long enough for more threads than cores").
 inline constexpr std::uint64_t kWriterBlock = 1024;
 
 // A Writer per thread, as a user would write the memo with one: threads take blocks of kWriterBlock
