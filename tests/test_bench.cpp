@@ -386,8 +386,8 @@ TEST_SUITE("bench_smoke") {
         if (str(res, "type") == "int" && num(res, "size") == 1e6) {
           // 4 MB of ints: every contender's peak is within a sane band of it. Each peak is the
           // child's above the median of three idle children's; under Wine an idle child's
-          // working set moves between runs by more than on Linux (docs/platforms.md), so the
-          // whole run's baseline can sit a megabyte above a cell's own.
+          // working set moves between runs by more than on Linux (docs/platforms.md has the
+          // figures), so the whole run's baseline can sit well above a cell's own.
 #if defined(_WIN32)
           CHECK(num(res, "peak_bytes") > 2.0e6);
 #else
