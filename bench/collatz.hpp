@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <shared_mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -74,6 +75,21 @@ inline auto memo_find(const reservoir::ConcurrentDynArray<std::uint32_t>& memo,
   return [&memo, known](std::uint64_t j) noexcept {
     return j < known ? memo.data() + j : memo.try_get(j);
   };
+}
+
+// Throws std::logic_error unless the memo holds n lengths and every 97th of them (and the last) is
+// the orbit length computed without the memo: a contender that appended out of order, or lost or
+// repeated a block, fails its cell instead of reporting a time.
+template <class Memo>
+void check(const Memo& memo, std::uint64_t n) {
+  if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
+  const auto wrong = [&memo](std::uint64_t i) {
+    return memo[i] != orbit_length(i + 1, 0, [](std::uint64_t) { return 0u; });
+  };
+  for (std::uint64_t i = 0; i < n; i += 97) {
+    if (wrong(i)) throw std::logic_error("collatz: a wrong length in the memo");
+  }
+  if (n > 0 && wrong(n - 1)) throw std::logic_error("collatz: a wrong length in the memo");
 }
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {

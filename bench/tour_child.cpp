@@ -163,19 +163,19 @@ int child_main(int argc, char** argv) {
       if (std::string_view(argv[3]) == "concurrent_dynarray") {
         reservoir::ConcurrentDynArray<std::uint32_t> memo(reservoir::max_elements(n), options);
         seconds = collatz::with_concurrent_dynarray(n, static_cast<unsigned>(batch), memo);
-        if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
+        collatz::check(memo, n);
       } else if (std::string_view(argv[3]) == "concurrent_dynarray_writer") {
         reservoir::ConcurrentDynArray<std::uint32_t> memo(reservoir::max_elements(n), options);
         seconds = collatz::with_concurrent_dynarray_writer(n, static_cast<unsigned>(batch), memo);
-        if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
+        collatz::check(memo, n);
       } else if (std::string_view(argv[3]) == "concurrent_dynarray_blocks") {
         reservoir::ConcurrentDynArray<std::uint32_t> memo(reservoir::max_elements(n), options);
         seconds = collatz::with_concurrent_dynarray_blocks(n, static_cast<unsigned>(batch), memo);
-        if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
+        collatz::check(memo, n);
       } else if (std::string_view(argv[3]) == "vector_shared_mutex") {
         std::vector<std::uint32_t> memo;
         seconds = collatz::with_vector_shared_mutex(n, static_cast<unsigned>(batch), memo);
-        if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
+        collatz::check(memo, n);
       } else {
         return 2;
       }

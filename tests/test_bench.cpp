@@ -16,6 +16,7 @@
 #include <reservoir/pal.hpp>
 
 #include "clock.hpp"
+#include "collatz.hpp"
 #include "histogram.hpp"
 #include "mixed.hpp"
 #include "parse.hpp"
@@ -952,6 +953,45 @@ TEST_SUITE("bench") {
       status[str(res, "table")] = str(res, "status");
     CHECK(status["throughput"] == "ok");
     CHECK(status["memory"] == "ok");  // a std::vector does not commit in the arena's granules
+  }
+
+  TEST_CASE("every Collatz contender fills the memo right; the check finds a wrong or short one") {
+    // Enough blocks for threads to flush out of turn if a contender let them: 98 of 1024.
+    constexpr std::uint64_t n = 100'000;
+    std::vector<std::uint32_t> direct(n);
+    for (std::uint64_t i = 0; i < n; ++i)
+      direct[i] = collatz::orbit_length(i + 1, 0, [](std::uint64_t) { return 0u; });
+    using Memo = reservoir::ConcurrentDynArray<std::uint32_t>;
+    const auto every_element_right = [&direct](const Memo& m) {
+      if (m.size() != direct.size()) return false;
+      for (std::size_t i = 0; i < direct.size(); ++i) {
+        if (m[i] != direct[i]) return false;
+      }
+      return true;
+    };
+    for (unsigned threads : {1u, 3u}) {
+      CAPTURE(threads);
+      Memo a{reservoir::max_elements(n)};
+      (void)collatz::with_concurrent_dynarray(n, threads, a);
+      CHECK_NOTHROW(collatz::check(a, n));
+      CHECK(every_element_right(a));
+      Memo b{reservoir::max_elements(n)};
+      (void)collatz::with_concurrent_dynarray_writer(n, threads, b);
+      CHECK_NOTHROW(collatz::check(b, n));
+      CHECK(every_element_right(b));
+      Memo c{reservoir::max_elements(n)};
+      (void)collatz::with_concurrent_dynarray_blocks(n, threads, c);
+      CHECK_NOTHROW(collatz::check(c, n));
+      CHECK(every_element_right(c));
+    }
+    std::vector<std::uint32_t> v;
+    (void)collatz::with_vector_shared_mutex(5000, 1, v);
+    CHECK_NOTHROW(collatz::check(v, 5000));
+    std::swap(v[96], v[97]);  // two elements out of order (118 and 25), one of them sampled
+    CHECK_THROWS_AS(collatz::check(v, 5000), std::logic_error);
+    std::swap(v[96], v[97]);
+    v.pop_back();
+    CHECK_THROWS_AS(collatz::check(v, 5000), std::logic_error);
   }
 
   TEST_CASE(
