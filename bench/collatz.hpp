@@ -77,15 +77,18 @@ inline auto memo_find(const reservoir::ConcurrentDynArray<std::uint32_t>& memo,
   };
 }
 
+// Orbit length of n followed to 1, with no memo: what every memo's element n-1 must hold.
+inline std::uint32_t direct_length(std::uint64_t n) noexcept {
+  return orbit_length(n, 0, [](std::uint64_t) { return 0u; });
+}
+
 // Throws std::logic_error unless the memo holds n lengths and every 97th of them (and the last) is
-// the orbit length computed without the memo: a contender that appended out of order, or lost or
-// repeated a block, fails its cell instead of reporting a time.
+// direct_length's: a contender that appended out of order, or lost or repeated a block, fails its
+// cell instead of reporting a time.
 template <class Memo>
 void check(const Memo& memo, std::uint64_t n) {
   if (memo.size() != n) throw std::logic_error("collatz: memo incomplete");
-  const auto wrong = [&memo](std::uint64_t i) {
-    return memo[i] != orbit_length(i + 1, 0, [](std::uint64_t) { return 0u; });
-  };
+  const auto wrong = [&memo](std::uint64_t i) { return memo[i] != direct_length(i + 1); };
   for (std::uint64_t i = 0; i < n; i += 97) {
     if (wrong(i)) throw std::logic_error("collatz: a wrong length in the memo");
   }
@@ -128,9 +131,9 @@ inline double with_concurrent_dynarray(std::uint64_t n, unsigned threads,
 // (append_with's), so where threads outnumber the cores each block costs about a context switch
 // besides its work: a block must hold far more work than a switch costs for the threads to keep
 // their throughput (docs/bench-concurrent.md, "Blocks long enough for more threads than cores").
-inline constexpr std::uint64_t kWriterBlock = 1024;
+inline constexpr std::uint64_t kBlock = 1024;
 
-// A Writer per thread, as a user would write the memo with one: threads take blocks of kWriterBlock
+// A Writer per thread, as a user would write the memo with one: threads take blocks of kBlock
 // consecutive numbers from a shared counter, compute their orbit lengths into their own writer
 // (memo lookups read the published prefix with no lock) and flush the block once the array holds
 // every number before it (element i is the length of i+1), waiting for that in wait_for_size
@@ -141,11 +144,11 @@ inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
   std::atomic<std::uint64_t> next{1};
   return timed_on_threads(threads, [&memo, &next, n](unsigned /*t*/) {
     auto w = memo.writer();
-    w.reserve(std::min<std::uint64_t>(kWriterBlock, memo.max_size()));  // a smaller memo: its size
+    w.reserve(std::min<std::uint64_t>(kBlock, memo.max_size()));  // a smaller memo: its size
     for (;;) {
-      const std::uint64_t first = next.fetch_add(kWriterBlock, std::memory_order_relaxed);
+      const std::uint64_t first = next.fetch_add(kBlock, std::memory_order_relaxed);
       if (first > n) return;
-      const std::uint64_t end = std::min(n + 1, first + kWriterBlock);
+      const std::uint64_t end = std::min(n + 1, first + kBlock);
       for (std::uint64_t x = first; x < end; ++x) {
         const std::uint64_t known = memo.size();
         w.push_back(orbit_length(x, known, [&memo](std::uint64_t j) { return memo[j]; }));
@@ -156,7 +159,7 @@ inline double with_concurrent_dynarray_writer(std::uint64_t n, unsigned threads,
   });
 }
 
-// Blocks claimed first (append_with): threads take the count of a block of kWriterBlock numbers
+// Blocks claimed first (append_with): threads take the count of a block of kBlock numbers
 // from a shared counter, and append_with claims the block's indices and computes each length at
 // its own index (element i is the length of i+1), then publishes the block without waiting for
 // the blocks before it; memo lookups as with_concurrent_dynarray's. Returns seconds.
@@ -165,9 +168,9 @@ inline double with_concurrent_dynarray_blocks(std::uint64_t n, unsigned threads,
   std::atomic<std::uint64_t> taken{0};
   return timed_on_threads(threads, [&memo, &taken, n](unsigned /*t*/) {
     for (;;) {
-      const std::uint64_t first = taken.fetch_add(kWriterBlock, std::memory_order_relaxed);
+      const std::uint64_t first = taken.fetch_add(kBlock, std::memory_order_relaxed);
       if (first >= n) return;
-      const std::uint64_t count = std::min(kWriterBlock, n - first);
+      const std::uint64_t count = std::min(kBlock, n - first);
       (void)memo.append_with(count, [&memo](std::size_t i) noexcept {
         return orbit_length_found(i + 1, memo_find(memo, memo.size()));
       });

@@ -57,7 +57,7 @@ void print_concurrent(const Config& cfg, const char* table, const std::vector<Re
         "_blocks: append_with, blocks of {} claimed first;\n   the memo reads past the prefix "
         "with try_get; vs 1 thread: the 1-thread time over this one,\n   >1x is faster)\n\n",
         rb::format_count(std::max<std::uint64_t>(concurrent_size(cfg) / 4, 1000)), cfg.reps,
-        collatz::kWriterBlock, collatz::kWriterBlock);
+        collatz::kBlock, collatz::kBlock);
   } else {
     fmt::print(
         "4. Concurrent appends: T threads append {} ints in total (median of {} reps; _writer: "

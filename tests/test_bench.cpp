@@ -960,7 +960,7 @@ TEST_SUITE("bench") {
     constexpr std::uint64_t n = 100'000;
     std::vector<std::uint32_t> direct(n);
     for (std::uint64_t i = 0; i < n; ++i)
-      direct[i] = collatz::orbit_length(i + 1, 0, [](std::uint64_t) { return 0u; });
+      direct[i] = collatz::direct_length(i + 1);
     using Memo = reservoir::ConcurrentDynArray<std::uint32_t>;
     const auto every_element_right = [&direct](const Memo& m) {
       if (m.size() != direct.size()) return false;

@@ -553,6 +553,21 @@ TEST_SUITE("concurrent") {
     CHECK(w.buffered() == 1);
     w.reserve(a.max_size() - 1);  // exactly what one flush could still take: accepted
     CHECK(w.flush() == 30'010);
+    // Moved from, a writer keeps nothing and reserves again; the one moved to keeps the buffer.
+    w.reserve(100);
+    w.push_back(30'011);
+    auto moved = std::move(w);
+    CHECK(w.buffered() == 0);
+    CHECK(moved.buffered() == 1);
+    w.reserve(10);
+    for (std::uint64_t v = 0; v < 10; ++v)
+      w.push_back(v);
+    CHECK(a.size() == 30'011);  // the moved-from writer's 10 stay buffered
+    CHECK(w.flush() == 30'011);
+    CHECK(moved.flush() == 30'021);
+    CHECK(a.size() == 30'022);
+    CHECK(a[30'020] == 9);
+    CHECK(a[30'021] == 30'011);
     // A partial flush at the limit leaves moved-from elements before the rest: reserve keeps the
     // rest, in order, and a writer of an array with no reservation refuses any room.
     ConcurrentDynArray<std::uint64_t> small{reservoir::max_elements(8)};
