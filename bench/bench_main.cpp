@@ -138,12 +138,16 @@ int main(int argc, char** argv) {
   text_option("--max-step", max_step, "DynArray largest commit step (= --granule: fixed steps)");
   app.add_option("--reserve", reserve,
                  "DynArray reservation in bytes, e.g. 1G (default: the library's 64 GiB)");
+  // The library's default differs by OS: the help names the one of the platform it runs on.
+  const bool prefault_default = reservoir::ArenaOptions{}.prefault;
   auto* prefault_on = app.add_flag_callback(
       "--prefault", [&cfg] { cfg.prefault = true; },
-      "DynArray: populate each committed step ahead of the appender");
+      std::string("DynArray: populate each committed step ahead of the appender") +
+          (prefault_default ? " (the library's default here)" : ""));
   app.add_flag_callback(
          "--no-prefault", [&cfg] { cfg.prefault = false; },
-         "DynArray: let page faults populate the committed steps (the library's default)")
+         std::string("DynArray: let page faults populate the committed steps") +
+             (prefault_default ? "" : " (the library's default here)"))
       ->excludes(prefault_on);
   app.add_option("--huge-pages", cfg.huge_pages,
                  "DynArray: transparent huge pages past 4 MiB: auto (the library default: where "

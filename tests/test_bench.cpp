@@ -13,6 +13,7 @@
 #include <utility>
 
 #include <nlohmann/json.hpp>
+#include <reservoir/arena.hpp>
 #include <reservoir/pal.hpp>
 
 #include "clock.hpp"
@@ -597,6 +598,16 @@ TEST_SUITE("bench_smoke") {
     }
     CHECK(r.output.find("--no-prefault") != std::string::npos);
     CHECK(r.output.find("{false}") == std::string::npos);
+    // The library's default is named once, at the flag that selects it on this platform.
+    const std::string_view help = r.output;
+    const std::size_t dflt = help.find("(the library's default here)");
+    REQUIRE(dflt != std::string_view::npos);
+    CHECK(help.find("(the library's default here)", dflt + 1) == std::string_view::npos);
+    const std::size_t option = help.rfind("\n  --", dflt);
+    REQUIRE(option != std::string_view::npos);
+    const std::string_view expected =
+        reservoir::ArenaOptions{}.prefault ? "\n  --prefault " : "\n  --no-prefault ";
+    CHECK(help.substr(option, expected.size()) == expected);
     // Both at once is a usage error, not whichever came last.
     REQUIRE_FALSE(rb::run_process(bench_path(), {"--prefault", "--no-prefault"}, &r));
     CHECK(r.exit_code == 2);
