@@ -105,6 +105,46 @@ TEST_SUITE("arena_resource") {
     CHECK(res.arena().size() == 0);
   }
 
+  // The message names the call the resource's users make, on either path (an alignment up to a
+  // page, and past it), for an owned arena and a caller's one; the arena is unchanged.
+  TEST_CASE("a refused commit names ArenaResource::allocate, not the arena's call") {
+    const auto refusal = [](ArenaResource& res, std::size_t alignment) {
+      test::FaultGuard fault(pal::Op::commit);
+      try {
+        (void)res.allocate(100, alignment);
+      } catch (const reservoir::OsAllocationError& e) {
+        return std::string(e.what());
+      }
+      return std::string("not refused");
+    };
+    const auto names = [](const std::string& what) {
+      return what.starts_with("cannot commit ") &&
+             what.ends_with("). reservoir::ArenaResource::allocate needed it");
+    };
+    ArenaResource owned(4u << 20);
+    Arena callers(4u << 20);
+    ArenaResource over_callers(callers);
+    for (ArenaResource* res : {&owned, &over_callers}) {
+      for (const std::size_t alignment : {std::size_t{8}, 4 * pal::page_size()}) {
+        CAPTURE(alignment);
+        const std::string what = refusal(*res, alignment);
+        CHECK_MESSAGE(names(what), what);
+        CHECK(res->arena().size() == 0);
+        CHECK(res->arena().committed() == 0);
+      }
+      CHECK(res->allocate(100, 8) != nullptr);  // usable once the OS agrees again
+    }
+    // The arena's own call still names itself.
+    test::FaultGuard fault(pal::Op::commit);
+    Arena plain(4u << 20);
+    try {
+      (void)plain.allocate(100);
+      FAIL("not refused");
+    } catch (const reservoir::OsAllocationError& e) {
+      CHECK(std::string_view(e.what()).ends_with("). reservoir::Arena::allocate needed it"));
+    }
+  }
+
   TEST_CASE("mark/rewind: the scratch pattern through pmr reuses committed pages") {
     ArenaResource res(64u << 20);
     std::pmr::vector<int> kept({1, 2, 3}, &res);  // lives across the batches, below the mark

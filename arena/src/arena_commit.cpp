@@ -259,19 +259,23 @@ std::size_t padding_for(const std::byte* end, std::size_t alignment) noexcept {
 }  // namespace
 
 void* Arena::allocate(std::size_t n, std::size_t alignment) {
+  return allocate_for("Arena::allocate", n, alignment);
+}
+
+void* Arena::allocate_for(std::string_view call, std::size_t n, std::size_t alignment) {
   if (!valid_alignment(alignment)) {
-    throw std::invalid_argument("reservoir::Arena::allocate: alignment " +
+    throw std::invalid_argument("reservoir::" + std::string(call) + ": alignment " +
                                 std::to_string(alignment) +
                                 " is not a power of two no larger than the page size");
   }
   const std::size_t pad = padding_for(base_ + size_, alignment);
-  if (n > kMax - pad) throw_growth_error("Arena::allocate", kMax, {});
+  if (n > kMax - pad) throw_growth_error(call, kMax, {});
   std::byte* const end = base_ + size_;
   if (pad + n <= committed_ - size_) {
     size_ += pad + n;
     return end + pad;
   }
-  return static_cast<std::byte*>(grow_slow(pad + n, "Arena::allocate")) + pad;
+  return static_cast<std::byte*>(grow_slow(pad + n, call)) + pad;
 }
 
 void* Arena::try_allocate(std::size_t n, std::size_t alignment) noexcept {

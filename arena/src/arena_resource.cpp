@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <reservoir/pal.hpp>
 
@@ -33,15 +34,17 @@ void ArenaResource::rewind(std::size_t mark) {
 
 void* ArenaResource::do_allocate(std::size_t bytes, std::size_t alignment) {
   if (bytes == 0) bytes = 1;  // distinct pointers for distinct allocations
+  // A refusal names the call the resource's users make (memory_resource::allocate).
+  constexpr std::string_view kCall = "ArenaResource::allocate";
   try {
-    if (alignment <= pal::page_size()) return arena_->allocate(bytes, alignment);
+    if (alignment <= pal::page_size()) return arena_->allocate_for(kCall, bytes, alignment);
     // Over-aligned: the padding up to the alignment, then the block, which then ends at the
     // arena's end, so that deallocating it gives its bytes back as for any other block.
     const std::byte* end = arena_->base() + arena_->size();
     const std::size_t pad =
         static_cast<std::size_t>(-reinterpret_cast<std::uintptr_t>(end)) & (alignment - 1);
     if (bytes > SIZE_MAX - pad) throw std::bad_alloc();
-    return static_cast<std::byte*>(arena_->allocate(pad + bytes, 1)) + pad;
+    return static_cast<std::byte*>(arena_->allocate_for(kCall, pad + bytes, 1)) + pad;
   } catch (const std::length_error&) {
     throw std::bad_alloc();  // the pmr contract: failure to allocate is bad_alloc
   }

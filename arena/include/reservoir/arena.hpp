@@ -230,6 +230,10 @@ class Arena {
   // is the user's call that grew (grow_slow(n): "Arena::grow"), named by its exceptions.
   void* grow_slow(std::size_t n);
   void* grow_slow(std::size_t n, std::string_view call);
+  // allocate(), its errors naming `call`, the user's call: ArenaResource's allocations name
+  // ArenaResource::allocate, the call its users make.
+  void* allocate_for(std::string_view call, std::size_t n, std::size_t alignment);
+  friend class ArenaResource;
   void* try_grow_slow(std::size_t n) noexcept;
   // The refusal of a growth or commit to `bytes`: past the reservation if `ec` is empty, else
   // the commit step of `step_bytes` refused with `ec`.
