@@ -617,6 +617,45 @@ TEST_SUITE("dynarray") {
     }
   }
 
+  // A default-constructed array reserves at its first growth: a refused reservation names that
+  // call, as a refused commit does, and leaves the array empty and usable.
+  TEST_CASE("a default array's refused first reservation names the user's call") {
+    const std::vector<int> three{1, 2, 3};
+    struct Case {
+      const char* call;
+      std::function<void(DynArray<int>&)> grow;
+    };
+    const std::vector<Case> cases = {
+        {"DynArray::push_back/emplace_back", [](DynArray<int>& a) { a.push_back(9); }},
+        {"DynArray::reserve", [](DynArray<int>& a) { a.reserve(10); }},
+        {"DynArray::resize", [](DynArray<int>& a) { a.resize(10); }},
+        {"DynArray::append_range", [&](DynArray<int>& a) { a.append_range(three); }},
+        {"DynArray::insert",
+         [&](DynArray<int>& a) { a.insert(a.end(), three.begin(), three.end()); }},
+        {"DynArray::assign", [](DynArray<int>& a) { a.assign(10, 9); }},
+    };
+    for (const Case& c : cases) {
+      const std::string call = c.call;
+      CAPTURE(call);
+      DynArray<int> a;
+      std::string what = "not refused";
+      {
+        test::FaultGuard fault(pal::Op::reserve, 0, 1000);  // every fallback refused too
+        try {
+          c.grow(a);
+        } catch (const reservoir::OsAllocationError& e) {
+          what = e.what();
+        }
+      }
+      CHECK_MESSAGE(what.starts_with("cannot reserve "), what);
+      CHECK_MESSAGE(what.find("reservoir::" + call + " needed it") != std::string::npos, what);
+      CHECK(a.empty());
+      CHECK(a.capacity() == 0);
+      c.grow(a);  // the OS agrees again: the same call succeeds
+      CHECK(a.capacity() != 0);
+    }
+  }
+
   TEST_CASE("a range longer than max_size() on a never-reserved array is length_error") {
     // The reserve step throws before any reservation exists; the cleanup must not touch the
     // (empty) arena's granule.
