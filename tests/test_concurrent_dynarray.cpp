@@ -551,23 +551,26 @@ TEST_SUITE("concurrent") {
     CHECK_THROWS_AS(w.reserve(a.max_size()), std::length_error);
     CHECK_THROWS_AS(w.reserve(std::numeric_limits<std::size_t>::max()), std::length_error);
     CHECK(w.buffered() == 1);
-    w.reserve(a.max_size() - 1);  // exactly what one flush could still take: accepted
+    // buffered() + n == max_size(): accepted (the bound is max_size(), not the room left).
+    w.reserve(a.max_size() - 1);
     CHECK(w.flush() == 30'010);
-    // Moved from, a writer keeps nothing and reserves again; the one moved to keeps the buffer.
+    // Moved from, a writer keeps nothing and reserves again (more than its first buffer of 16
+    // would hold); the one moved to keeps the buffer.
     w.reserve(100);
     w.push_back(30'011);
     auto moved = std::move(w);
     CHECK(w.buffered() == 0);
     CHECK(moved.buffered() == 1);
-    w.reserve(10);
-    for (std::uint64_t v = 0; v < 10; ++v)
+    w.reserve(100);
+    for (std::uint64_t v = 0; v < 100; ++v)
       w.push_back(v);
-    CHECK(a.size() == 30'011);  // the moved-from writer's 10 stay buffered
+    CHECK(a.size() == 30'011);  // the moved-from writer's 100 stay buffered
+    CHECK(w.buffered() == 100);
     CHECK(w.flush() == 30'011);
-    CHECK(moved.flush() == 30'021);
-    CHECK(a.size() == 30'022);
-    CHECK(a[30'020] == 9);
-    CHECK(a[30'021] == 30'011);
+    CHECK(moved.flush() == 30'111);
+    CHECK(a.size() == 30'112);
+    CHECK(a[30'110] == 99);
+    CHECK(a[30'111] == 30'011);
     // A partial flush at the limit leaves moved-from elements before the rest: reserve keeps the
     // rest, in order, and a writer of an array with no reservation refuses any room.
     ConcurrentDynArray<std::uint64_t> small{reservoir::max_elements(8)};
@@ -582,6 +585,26 @@ TEST_SUITE("concurrent") {
     s.reserve(7);
     CHECK(s.buffered() == 1);
     CHECK(s.take_buffered() == std::vector<std::uint64_t>{7});
+    // After a partial flush, room asked for within the block keeps the block: the buffer is
+    // never shorter than a reserve made before.
+    ConcurrentDynArray<std::uint64_t> part{reservoir::max_elements(100)};
+    for (std::uint64_t v = 0; v < 55; ++v)
+      part.push_back(v);
+    auto p = part.writer();
+    p.reserve(50);
+    for (std::uint64_t v = 55; v < 105; ++v)
+      p.push_back(v);
+    CHECK_THROWS_AS(p.flush(), std::length_error);  // 45 of 50 fit
+    CHECK(part.size() == 100);
+    CHECK(p.buffered() == 5);
+    p.reserve(10);
+    for (std::uint64_t v = 105; v < 150; ++v)  // 50 buffered: no flush (the array is full)
+      CHECK_NOTHROW(p.push_back(v));
+    CHECK(p.buffered() == 50);
+    const std::vector<std::uint64_t> kept = p.take_buffered();
+    REQUIRE(kept.size() == 50);
+    for (std::size_t i = 0; i < kept.size(); ++i)
+      REQUIRE(kept[i] == 100 + i);
     ConcurrentDynArray<std::uint64_t> none;
     auto n = none.writer();
     CHECK_THROWS_AS(n.reserve(1), std::length_error);

@@ -93,13 +93,16 @@ class ConcurrentDynArray<T>::Writer {
           std::to_string(array_->max_size()));
     }
     if (buffer_.size() + n <= block_) return;
+    // Never shorter than the block already promised: after a partial flush (head_ > 0) the
+    // room asked for may fit in the block though not behind the flushed elements' slots.
+    const size_type length = (std::max)(block_, pending + n);
     std::vector<T> longer;
-    longer.reserve(pending + n);  // throws: nothing changed
+    longer.reserve(length);  // throws: nothing changed
     for (auto it = buffer_.begin() + static_cast<std::ptrdiff_t>(head_); it != buffer_.end(); ++it)
       longer.push_back(std::move(*it));  // nothrow: reserved, T nothrow move constructible
     buffer_ = std::move(longer);
     head_ = 0;
-    block_ = pending + n;
+    block_ = length;
   }
 
   // Elements appended to this writer and not yet flushed.
