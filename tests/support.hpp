@@ -199,15 +199,20 @@ struct Tracked {
 };
 
 // Arms the pal failure seam for one operation; disarms everything when it goes out of scope.
+// Empties this thread's reservation cache and the pools' free slots, so that the next arena
+// reserves afresh and starts with nothing committed (a parked reservation keeps a first step
+// committed): for tests that refuse a commit after making the arena.
+inline void no_parked_reservations() {
+  reservoir::clear_reservation_cache();
+  reservoir::trim_pools();
+}
+
 class FaultGuard {
  public:
   FaultGuard(reservoir::pal::Op op, std::uint64_t skip = 0, std::uint64_t count = 1,
              std::error_code error = reservoir::pal::testing::out_of_memory_error()) {
     // A parked reservation or a free pool slot would be handed out without calling the OS at all.
-    if (op == reservoir::pal::Op::reserve) {
-      reservoir::clear_reservation_cache();
-      reservoir::trim_pools();
-    }
+    if (op == reservoir::pal::Op::reserve) no_parked_reservations();
     reservoir::pal::testing::fail(op, skip, count, error);
   }
   ~FaultGuard() { reservoir::pal::testing::clear(); }

@@ -99,6 +99,7 @@ TEST_SUITE("arena_resource") {
   }
 
   TEST_CASE("a refused commit is OsAllocationError, a std::bad_alloc") {
+    test::no_parked_reservations();  // else its arena may start with a page committed
     ArenaResource res(4u << 20);
     test::FaultGuard fault(pal::Op::commit);
     CHECK_THROWS_AS((void)res.allocate(100, 8), reservoir::OsAllocationError);
@@ -121,6 +122,7 @@ TEST_SUITE("arena_resource") {
       return what.starts_with("cannot commit ") &&
              what.ends_with("). reservoir::ArenaResource::allocate needed it");
     };
+    test::no_parked_reservations();  // else an arena may start with a page committed
     ArenaResource owned(4u << 20);
     Arena callers(4u << 20);
     ArenaResource over_callers(callers);
@@ -134,6 +136,10 @@ TEST_SUITE("arena_resource") {
       }
       CHECK(res->allocate(100, 8) != nullptr);  // usable once the OS agrees again
     }
+    // An alignment that is not a power of two (a pmr precondition) is refused by name.
+    CHECK_THROWS_WITH_AS((void)owned.allocate(100, 24),
+                         "reservoir::ArenaResource::allocate: alignment 24 is not a power of two",
+                         std::invalid_argument);
     // The arena's own call still names itself.
     test::FaultGuard fault(pal::Op::commit);
     Arena plain(4u << 20);

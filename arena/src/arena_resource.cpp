@@ -1,6 +1,7 @@
 // ArenaResource: std::pmr::memory_resource over an Arena.
 #include <reservoir/arena_resource.hpp>
 
+#include <bit>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -36,6 +37,12 @@ void* ArenaResource::do_allocate(std::size_t bytes, std::size_t alignment) {
   if (bytes == 0) bytes = 1;  // distinct pointers for distinct allocations
   // A refusal names the call the resource's users make (memory_resource::allocate).
   constexpr std::string_view kCall = "ArenaResource::allocate";
+  // A precondition of memory_resource::allocate, checked: any power of two is served (past a
+  // page by padding), so the arena's own bound on alignments is not the one to report.
+  if (!std::has_single_bit(alignment)) {
+    throw std::invalid_argument("reservoir::ArenaResource::allocate: alignment " +
+                                std::to_string(alignment) + " is not a power of two");
+  }
   try {
     if (alignment <= pal::page_size()) return arena_->allocate_for(kCall, bytes, alignment);
     // Over-aligned: the padding up to the alignment, then the block, which then ends at the

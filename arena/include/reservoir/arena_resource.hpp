@@ -95,7 +95,8 @@ class ArenaResource : public std::pmr::memory_resource {
  protected:
   // Throws std::bad_alloc when the arena is full (std::length_error inside) and
   // OsAllocationError (a std::bad_alloc) when the OS refuses to commit. Any power-of-two
-  // alignment works; above the page size it costs up to `alignment` extra bytes.
+  // alignment works; above the page size it costs up to `alignment` extra bytes. Any other
+  // alignment is std::invalid_argument; nothing is allocated then.
   void* do_allocate(std::size_t bytes, std::size_t alignment) override;
   // Reclaims the block if it is the last one allocated; otherwise a no-op until release().
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override;
