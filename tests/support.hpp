@@ -198,7 +198,6 @@ struct Tracked {
   }
 };
 
-// Arms the pal failure seam for one operation; disarms everything when it goes out of scope.
 // Empties this thread's reservation cache and the pools' free slots, so that the next arena
 // reserves afresh and starts with nothing committed (a parked reservation keeps a first step
 // committed): for tests that refuse a commit after making the arena.
@@ -207,6 +206,7 @@ inline void no_parked_reservations() {
   reservoir::trim_pools();
 }
 
+// Arms the pal failure seam for one operation; disarms everything when it goes out of scope.
 class FaultGuard {
  public:
   FaultGuard(reservoir::pal::Op op, std::uint64_t skip = 0, std::uint64_t count = 1,
